@@ -1,0 +1,61 @@
+"""`make run`: start the local runner service and the explorer on the same token, stop both together.
+
+The store is `TLX_STORE` or the embedded sample (built on first use). The runner listens on loopback only;
+a token is generated for this session unless `TLX_RUNNER_TOKEN` is set. In read-only mode no runner starts.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlparse
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from queries.settings import load_settings  # noqa: E402
+from queries.store import ensure_sample_store  # noqa: E402
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, seconds: float = 30.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as reply:
+                return reply.status == 200
+        except OSError:
+            time.sleep(0.3)
+    return False
+
+
+def main() -> int:
+    env = dict(os.environ)
+    settings = load_settings(env)
+    if settings.store_is_sample:
+        print(f"store: embedded sample at {ensure_sample_store(settings)}")
+    runner = None
+    if not settings.read_only:
+        env.setdefault("TLX_RUNNER_TOKEN", secrets.token_urlsafe(24))
+        port = str(urlparse(settings.runner_url).port or 8765)
+        runner = subprocess.Popen([sys.executable, "-m", "runner", "serve", "--port", port], cwd=REPO, env=env)
+        if _wait_healthy(settings.runner_url, runner):
+            print(f"runner: {settings.runner_url} (token in this process's environment)")
+        else:
+            print("runner: did not start; the explorer runs without re-runs", file=sys.stderr)
+    try:
+        return subprocess.call([sys.executable, "-m", "streamlit", "run", "app.py"], cwd=REPO, env=env)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        if runner is not None and runner.poll() is None:
+            runner.terminate()
+            runner.wait(timeout=15)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
