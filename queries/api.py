@@ -1,0 +1,100 @@
+"""The queries API the pages call: typed wrappers over `queries/sql/*.sql`, each returning Arrow tables.
+
+Every function takes the store path first. Program text is only returned by `row()` and
+`export(include_code=True)`; everything else works on the code-free index. Names: docs/ARCHITECTURE.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from queries.console import ConsoleError, console
+from queries.db import QueryTimeout, connect
+from queries.detail import RowDetail, row
+from queries.export import ExportError, export
+from queries.filters import NO_FILTERS, Filters
+from queries.measured import runs, runs_by_problem
+from queries.search import SearchError, SearchResult, search_code
+from queries.store import StoreError
+
+__all__ = [
+    "ConsoleError", "ExportError", "Filters", "Overview", "QueryTimeout", "RowDetail", "SearchError", "SearchResult",
+    "StoreError", "console", "export", "failure_examples", "failures", "fastest", "overlap", "overlap_summary",
+    "overview", "problem_latencies", "problem_summary", "problems", "row", "runs", "runs_by_problem",
+    "search_code",
+]
+
+PROBLEM_SORTS = (
+    "candidates", "distinct_candidates", "failures", "failure_rate", "y_min", "y_p10", "y_median", "y_p90",
+    "y_max", "spread", "title", "level", "problem_id", "problem_key", "holdout_group", "train_rows", "test_rows",
+)
+
+
+@dataclass(frozen=True)
+class Overview:
+    """`totals`: one dict (rows, ok_rows, failed_rows, failure_rate, problems, distinct_candidates, train_rows,
+    test_rows, autotuned_rows, static_error_rows, mean_kernels); `groups`: per split/holdout group rows and
+    failure rate; `y_quantiles`: q, y; `kernels`: rows and failures per number of kernels."""
+
+    totals: dict
+    groups: pa.Table
+    y_quantiles: pa.Table
+    kernels: pa.Table
+
+
+def overview(store: Path | str, f: Filters = NO_FILTERS) -> Overview:
+    db = connect(store)
+    params = f.params()
+    return Overview(
+        totals=db.execute("overview_totals", params).to_pylist()[0],
+        groups=db.execute("overview_groups", params),
+        y_quantiles=db.execute("overview_y_quantiles", params),
+        kernels=db.execute("overview_kernels", params),
+    )
+
+
+def problems(store: Path | str, f: Filters = NO_FILTERS, sort: str = "candidates", descending: bool = True,
+             limit: int | None = None) -> pa.Table:
+    """One row per problem (see `sql/setup_filtered.sql`, `problem_table`), sorted (ties by problem_key)."""
+    if sort not in PROBLEM_SORTS:
+        raise ValueError(f"cannot sort problems by {sort!r}; choose one of {', '.join(PROBLEM_SORTS)}")
+    db = connect(store)
+    table = db.execute("problems_unfiltered") if f.is_empty else db.execute("problems", f.params())
+    order = "descending" if descending else "ascending"
+    table = table.sort_by([(sort, order), ("problem_key", "ascending")])
+    return table if limit is None else table.slice(0, max(int(limit), 0))
+
+
+def problem_summary(store: Path | str, problem_key: str) -> dict | None:
+    """The unfiltered problems-table row of one problem, or None when the store has no such problem."""
+    rows = connect(store).execute("problems", Filters(problem_key=problem_key).params()).to_pylist()
+    return rows[0] if rows else None
+
+
+def problem_latencies(store: Path | str, problem_key: str, f: Filters = NO_FILTERS) -> pa.Table:
+    params = {**f.params(), "problem_key": problem_key}
+    return connect(store).execute("problem_latencies", params)
+
+
+def fastest(store: Path | str, problem_key: str, k: int = 20, f: Filters = NO_FILTERS) -> pa.Table:
+    params = {**f.params(), "problem_key": problem_key, "k": max(int(k), 0)}
+    return connect(store).execute("fastest", params)
+
+
+def failures(store: Path | str, f: Filters = NO_FILTERS) -> pa.Table:
+    return connect(store).execute("failures", f.params())
+
+
+def failure_examples(store: Path | str, f: Filters = NO_FILTERS, limit: int = 50) -> pa.Table:
+    return connect(store).execute("failure_examples", {**f.params(), "limit": max(int(limit), 0)})
+
+
+def overlap(store: Path | str) -> pa.Table:
+    return connect(store).execute("overlap")
+
+
+def overlap_summary(store: Path | str) -> pa.Table:
+    return connect(store).execute("overlap_summary")

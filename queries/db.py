@@ -1,0 +1,171 @@
+"""The DuckDB connection factory and the one `execute(sql_name, params)` path, with a time limit.
+
+`connect(store)` loads the store's `index.parquet` (through pyarrow) and the run results into in-memory tables,
+then locks the connection down: no file or network access, no Python-variable scans, configuration locked.
+One connection is kept per (store path, `meta.json` mtime, runs dir), so a rebuilt store is noticed; new result
+files are noticed on the next `connect()` and reload only the `runs` table. Queries run on their own cursor and
+are interrupted from a timer thread past their limit. Program text never enters DuckDB.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import cache
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from queries.results import load_run_results, results_signature
+from queries.settings import Settings, load_settings
+from queries.store import Store, StoreError
+
+SQL_DIR = Path(__file__).resolve().parent / "sql"
+
+REQUIRED_INDEX_COLUMNS = (
+    "id", "split", "row", "problem_key", "problem_id", "holdout_group", "title", "level", "y", "ok",
+    "static_error", "n_kernels", "kernel_names", "autotuned", "candidate_key", "n_chars", "code_shard", "code_rg",
+)
+
+
+class QueryTimeout(RuntimeError):
+    """A query ran past its time limit and was interrupted."""
+
+
+@cache
+def sql_text(sql_name: str) -> str:
+    """The text of `queries/sql/<sql_name>.sql` (names are fixed identifiers, never user input)."""
+    if not sql_name.replace("_", "").isalnum():
+        raise ValueError(f"bad SQL name {sql_name!r}")
+    path = SQL_DIR / f"{sql_name}.sql"
+    if not path.is_file():
+        raise ValueError(f"no SQL file {path}")
+    return path.read_text(encoding="utf-8")
+
+
+def _read_index(store: Store) -> pa.Table:
+    try:
+        table = pq.read_table(store.index_path)
+    except (OSError, pa.ArrowException) as exc:
+        raise StoreError(f"{store.index_path}: cannot read the index ({exc})") from exc
+    missing = [name for name in REQUIRED_INDEX_COLUMNS if name not in table.column_names]
+    if missing:
+        raise StoreError(f"{store.index_path}: index lacks columns {', '.join(missing)}")
+    if table.num_rows == 0:
+        raise StoreError(f"{store.index_path}: the index holds no rows")
+    return table
+
+
+class Database:
+    """One locked-down in-memory DuckDB over one store (+ run results)."""
+
+    def __init__(self, store: Store, runs_dir: Path | None, settings: Settings):
+        self.store = store
+        self.runs_dir = runs_dir
+        self.timeout_s = settings.query_timeout_s
+        self._lock = threading.Lock()
+        index = _read_index(store)
+        self.con = duckdb.connect(
+            ":memory:",
+            config={
+                "threads": settings.duckdb_threads,
+                "memory_limit": settings.duckdb_memory,
+                "enable_external_access": False,
+                "python_enable_replacements": False,
+                "autoinstall_known_extensions": False,
+                "autoload_known_extensions": False,
+            },
+        )
+        self.con.register("index_arrow", index)
+        self.con.execute(sql_text("setup_programs"))
+        self.con.unregister("index_arrow")
+        self._runs_signature: tuple | None = None
+        self.runs_skipped_lines = 0
+        self.refresh_runs()
+        self.con.execute(sql_text("setup_filtered"))
+        self.con.execute(sql_text("setup_problems"))
+        self.con.execute("SET lock_configuration = true")
+
+    def refresh_runs(self) -> None:
+        """Reload the `runs` table when the result files changed since the last load."""
+        signature = results_signature(self.runs_dir)
+        if signature == self._runs_signature:
+            return
+        with self._lock:
+            if signature == self._runs_signature:
+                return
+            table, skipped = load_run_results(self.runs_dir)
+            cursor = self.con.cursor()
+            try:
+                cursor.register("runs_arrow", table)
+                cursor.execute(sql_text("setup_runs"))
+                cursor.unregister("runs_arrow")
+            finally:
+                cursor.close()
+            self.runs_skipped_lines = skipped
+            self._runs_signature = signature
+
+    def run(self, sql: str, params: dict | None = None, timeout_s: float | None = None,
+            label: str = "query", tables: dict[str, pa.Table] | None = None) -> pa.Table:
+        """Run SQL on a fresh cursor (with `tables` registered on it under their names); interrupt it after
+        `timeout_s` (default: settings)."""
+        limit = self.timeout_s if timeout_s is None else timeout_s
+        cursor = self.con.cursor()
+        for name, table in (tables or {}).items():
+            cursor.register(name, table)
+        timer = threading.Timer(limit, cursor.interrupt)
+        timer.daemon = True
+        timer.start()
+        try:
+            return cursor.sql(sql, params=params or None).to_arrow_table()
+        except duckdb.InterruptException as exc:
+            raise QueryTimeout(f"{label} stopped after its {limit:g} s time limit") from exc
+        finally:
+            timer.cancel()
+            cursor.close()
+
+    def execute(self, sql_name: str, params: dict | None = None, timeout_s: float | None = None,
+                tables: dict[str, pa.Table] | None = None) -> pa.Table:
+        """Run `queries/sql/<sql_name>.sql` with named parameters (only those the SQL names are passed)."""
+        sql = sql_text(sql_name)
+        used = {name: value for name, value in (params or {}).items() if f"${name}" in sql}
+        return self.run(sql, used, timeout_s, label=sql_name, tables=tables)
+
+    def close(self) -> None:
+        self.con.close()
+
+
+_CACHE: dict[tuple[str, int, str], Database] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _meta_mtime(path: Path) -> int:
+    try:
+        return (path / "meta.json").stat().st_mtime_ns
+    except OSError as exc:
+        raise StoreError(f"{path}: no store here (meta.json missing: {exc.strerror})") from exc
+
+
+def connect(store: Path | str, runs_dir: Path | str | None = None, settings: Settings | None = None) -> Database:
+    """The cached `Database` of `store` (rebuilt when its meta.json changes); runs from `runs_dir` or settings."""
+    settings = settings or load_settings()
+    path = Path(store).expanduser().resolve()
+    runs = Path(runs_dir).expanduser().resolve() if runs_dir is not None else settings.runs_dir
+    key = (str(path), _meta_mtime(path), str(runs))
+    with _CACHE_LOCK:
+        db = _CACHE.get(key)
+        if db is None:
+            for stale in [k for k in _CACHE if k[0] == key[0] and k[2] == key[2]]:
+                del _CACHE[stale]  # other threads may still be reading it; it closes when dropped
+            db = Database(Store(path), runs, settings)
+            _CACHE[key] = db
+    db.refresh_runs()
+    return db
+
+
+def clear_cache() -> None:
+    """Close and forget every cached connection (tests, and after a store is deleted)."""
+    with _CACHE_LOCK:
+        while _CACHE:
+            _CACHE.popitem()[1].close()

@@ -1,0 +1,48 @@
+"""`row()`: one program with its index row, parsed parts, run results and neighbours in its problem's ranking."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from queries.db import connect
+from queries.parse import ParsedProgram, parse_program
+
+
+@dataclass(frozen=True)
+class RowDetail:
+    """`meta`: the index row; `program`: the full text; `parsed`: reference/candidate/kernels; `prev_id` /
+    `next_id`: neighbours in the problem's ranking (y ascending, failures last, ties by id), `position` of
+    `problem_rows` in it; `runs`: this row's run results, newest first."""
+
+    meta: dict
+    program: str
+    parsed: ParsedProgram
+    prev_id: str | None
+    next_id: str | None
+    position: int
+    problem_rows: int
+    runs: pa.Table
+
+
+def row(store: Path | str, row_id: str) -> RowDetail | None:
+    """The detail of `row_id`, or None when the store holds no such row."""
+    db = connect(store)
+    params = {"row_id": str(row_id)}
+    metas = db.execute("row_meta", params).to_pylist()
+    if not metas:
+        return None
+    place = db.execute("row_neighbours", params).to_pylist()[0]
+    program = db.store.program(str(row_id))
+    return RowDetail(
+        meta=metas[0],
+        program=program,
+        parsed=parse_program(program),
+        prev_id=place["prev_id"],
+        next_id=place["next_id"],
+        position=place["position"],
+        problem_rows=place["problem_rows"],
+        runs=db.execute("row_runs", params),
+    )

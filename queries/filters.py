@@ -1,0 +1,56 @@
+"""`Filters`: the filter set every question accepts, validated and turned into bound SQL parameters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+STATUSES = ("ok", "failed")
+ERROR_SOURCES = ("static", "measured")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which rows a question looks at; `None` means "any".
+
+    `status` is about the label (`ok`: `y` present, `failed`: `y` null). `error_type` matches the static error of
+    the index, the latest measured error of a run result, or either when `error_source` is None;
+    `error_source` alone keeps rows with a static error other than `ok_static` (`static`) or with a run result
+    (`measured`).
+    """
+
+    split: str | None = None
+    holdout_group: str | None = None
+    problem_key: str | None = None
+    status: str | None = None
+    error_type: str | None = None
+    error_source: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.status is not None and self.status not in STATUSES:
+            raise ValueError(f"Filters.status must be one of {STATUSES} or None, not {self.status!r}")
+        if self.error_source is not None and self.error_source not in ERROR_SOURCES:
+            raise ValueError(
+                f"Filters.error_source must be one of {ERROR_SOURCES} or None, not {self.error_source!r}"
+            )
+        for name in ("split", "holdout_group", "problem_key", "error_type"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"Filters.{name} must be a string or None, not {type(value).__name__}")
+
+    def params(self) -> dict[str, str | None]:
+        """Named parameters for the `filtered(...)` table macro (see `sql/setup.sql`)."""
+        return {
+            "f_split": self.split,
+            "f_holdout": self.holdout_group,
+            "f_problem": self.problem_key,
+            "f_status": self.status,
+            "f_error": self.error_type,
+            "f_source": self.error_source,
+        }
+
+    @property
+    def is_empty(self) -> bool:
+        return all(value is None for value in self.params().values())
+
+
+NO_FILTERS = Filters()

@@ -1,0 +1,22 @@
+"""Re-run results next to labels: per run (`runs`) and per problem (`runs_by_problem`).
+
+Results come from `RUNS_DIR/results/*.jsonl` (see `queries/results.py`); a missing folder gives empty tables.
+Only results that name a `row_id` of the store are joined; `ratio` = measured `timing.median_ms` / label `y`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+
+from queries.db import connect
+from queries.filters import NO_FILTERS, Filters
+
+
+def runs(store: Path | str, runs_dir: Path | str | None, f: Filters = NO_FILTERS) -> pa.Table:
+    return connect(store, runs_dir).execute("runs_joined", f.params())
+
+
+def runs_by_problem(store: Path | str, runs_dir: Path | str | None, f: Filters = NO_FILTERS) -> pa.Table:
+    return connect(store, runs_dir).execute("runs_by_problem", f.params())

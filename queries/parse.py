@@ -1,0 +1,342 @@
+"""Split one dataset program into its reference and Triton candidate, without executing it.
+
+`parse_program(x)` parses the program with `ast` and walks its top-level statements: the candidate starts at
+the first statement that belongs to it (an `import triton`/`from triton ...` after the reference `Model`, a
+Triton-decorated def, `class ModelNew`, or helpers, constants and imports just above those that only the
+candidate uses); the reference is everything before. Programs that do not parse fall back to a text split at the
+first `import triton` line (plus the import lines just above it). Fingerprints (`problem_key`, `candidate_key`)
+hash a normalized form (AST dump without docstrings, or comment- and whitespace-free tokens) so that formatting
+and comments do not change them.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+
+STATIC_ERRORS = ("syntax_error", "no_model_new", "no_reference", "no_get_inputs", "no_triton_kernel", "ok_static")
+_KERNEL_DECORATORS = {"jit", "autotune", "heuristics"}
+_TITLE_MAX = 80
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    source: str
+    autotuned: bool
+    lineno: int  # 1-based line of the first decorator in the whole program
+
+
+@dataclass(frozen=True)
+class ParsedProgram:
+    reference: str
+    candidate: str
+    mode: str  # "ast" | "text"
+    kernels: list[Kernel] = field(default_factory=list)
+    title: str = ""
+    static_error: str = "ok_static"
+    problem_key: str = ""
+    candidate_key: str = ""
+
+
+def parse_program(x: str) -> ParsedProgram:
+    try:
+        tree = ast.parse(x)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return _parse_text(x)
+    return _parse_ast(x, tree)
+
+
+# ---------------------------------------------------------------- AST mode
+
+
+def _parse_ast(x: str, tree: ast.Module) -> ParsedProgram:
+    lines = io.StringIO(x, newline="").readlines()  # the line breaks ast counts: \n, \r\n, \r
+    body = tree.body
+    aliases = _triton_aliases(tree)
+    start = _candidate_start(body, aliases)
+    cut = _reference_end(lines, _first_line(body[start])) if start < len(body) else len(x)
+    reference, candidate = x[:cut], x[cut:]
+    ref_body, cand_body = body[:start], body[start:]
+
+    kernels = _kernels(tree, lines, aliases)
+    model = _first_class(ref_body, "Model")
+    title = _title(model)
+    defined = _top_level_names(body)
+    if not any(isinstance(s, ast.ClassDef) and s.name == "ModelNew" for s in cand_body):
+        error = "no_model_new"
+    elif model is None:
+        error = "no_reference"
+    elif not {"get_inputs", "get_init_inputs"} <= defined:
+        error = "no_get_inputs"
+    elif not kernels:
+        error = "no_triton_kernel"
+    else:
+        error = "ok_static"
+    _strip_docstrings(tree)
+    return ParsedProgram(
+        reference=reference,
+        candidate=candidate,
+        mode="ast",
+        kernels=kernels,
+        title=title,
+        static_error=error,
+        problem_key=_digest(_dump([s for s in ref_body if not isinstance(s, ast.Import | ast.ImportFrom)])),
+        candidate_key=_digest(_dump(cand_body)),
+    )
+
+
+def _triton_aliases(tree: ast.Module) -> dict[str, str]:
+    """Local name -> what it stands for: "triton" for the module, else the imported attribute ("jit")."""
+    aliases = {"triton": "triton"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name == "triton" or a.name.startswith("triton."):
+                    aliases[(a.asname or a.name).split(".")[0]] = "triton"
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "triton":
+            for a in node.names:
+                aliases[a.asname or a.name] = a.name
+    return aliases
+
+
+def _decorator_kind(dec: ast.expr, aliases: dict[str, str]) -> str | None:
+    """"jit"/"autotune"/"heuristics" when `dec` is a Triton kernel decorator (called or not), else None."""
+    if isinstance(dec, ast.Call):
+        dec = dec.func
+    if isinstance(dec, ast.Name):
+        kind = aliases.get(dec.id)
+        return kind if kind in _KERNEL_DECORATORS else None
+    if isinstance(dec, ast.Attribute) and dec.attr in _KERNEL_DECORATORS:
+        root = dec.value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and aliases.get(root.id) == "triton":
+            return dec.attr
+    return None
+
+
+def _is_kernel_def(node: ast.AST, aliases: dict[str, str]) -> bool:
+    return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(
+        _decorator_kind(d, aliases) for d in node.decorator_list
+    )
+
+
+def _is_triton_import(node: ast.stmt) -> bool:
+    if isinstance(node, ast.Import):
+        return any(a.name == "triton" or a.name.startswith("triton.") for a in node.names)
+    return isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "triton"
+
+
+def _candidate_start(body: list[ast.stmt], aliases: dict[str, str]) -> int:
+    """Index of the first top-level statement of the candidate (len(body) when there is none)."""
+    model_at = next((i for i, s in enumerate(body) if isinstance(s, ast.ClassDef) and s.name == "Model"), -1)
+    start = len(body)
+    for i, s in enumerate(body):
+        is_new = isinstance(s, ast.ClassDef) and s.name == "ModelNew"
+        is_copy = isinstance(s, ast.ClassDef) and s.name == "Model" and i > model_at >= 0  # a second Model
+        if is_new or (i > model_at and (is_copy or _is_triton_import(s) or _is_kernel_def(s, aliases))):
+            start = i
+            break
+    if start == len(body):
+        return start
+    cand_loads = set().union(*(_loaded_names(s) for s in body[start:]))
+    ref_core = {"Model", "get_inputs", "get_init_inputs"}
+    while start > 0:
+        prev = body[start - 1]
+        names = _defined_names(prev)
+        if isinstance(prev, ast.Import | ast.ImportFrom):
+            if start - 1 <= model_at:
+                break
+        elif not names or names & ref_core or not names & cand_loads:
+            break
+        else:
+            ref_loads = set().union(set(), *(_loaded_names(s) for s in body[: start - 1]))
+            if names & ref_loads:
+                break
+        cand_loads |= _loaded_names(prev)
+        start -= 1
+    return start
+
+
+def _defined_names(node: ast.stmt) -> set[str]:
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {node.name}
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return set()
+
+
+def _loaded_names(node: ast.stmt) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _top_level_names(body: list[ast.stmt]) -> set[str]:
+    return set().union(set(), *(_defined_names(s) for s in body))
+
+
+def _first_line(node: ast.stmt) -> int:
+    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+
+
+def _reference_end(lines: list[str], first_line: int) -> int:
+    """Character offset where the candidate starts: its first line, pulled up over comments just above it."""
+    index = first_line - 1
+    while index > 0 and lines[index - 1].lstrip().startswith("#"):
+        index -= 1
+    return sum(len(s) for s in lines[:index])
+
+
+def _kernels(tree: ast.Module, lines: list[str], aliases: dict[str, str]) -> list[Kernel]:
+    kernels = []
+    for node in ast.walk(tree):
+        if _is_kernel_def(node, aliases):
+            first = _first_line(node)
+            kinds = {_decorator_kind(d, aliases) for d in node.decorator_list}
+            source = "".join(lines[first - 1 : node.end_lineno])
+            kernels.append(Kernel(node.name, source, "autotune" in kinds, first))
+    return sorted(kernels, key=lambda k: k.lineno)
+
+
+def _first_class(body: list[ast.stmt], name: str) -> ast.ClassDef | None:
+    return next((s for s in body if isinstance(s, ast.ClassDef) and s.name == name), None)
+
+
+def _title(model: ast.ClassDef | None) -> str:
+    if model is None:
+        return ""
+    doc = ast.get_docstring(model)
+    if doc and doc.strip():
+        return doc.strip().splitlines()[0].strip()[:_TITLE_MAX]
+    modules = {}  # self.attr -> layer class name assigned in __init__
+    ops: list[str] = []
+    for fn in model.body:
+        if isinstance(fn, ast.FunctionDef) and fn.name == "__init__":
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
+                    for t in n.targets:
+                        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                            modules[t.attr] = _call_name(n.value)
+    for fn in model.body:
+        if isinstance(fn, ast.FunctionDef) and fn.name == "forward":
+            calls = sorted((n for n in ast.walk(fn) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+            for call in calls:
+                f = call.func
+                is_self = isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self"
+                op = modules.get(f.attr) if is_self else _call_name(call)
+                if op and op not in ops and op != "super":
+                    ops.append(op)
+    return ", ".join(ops)[:_TITLE_MAX]
+
+
+def _call_name(call: ast.Call) -> str | None:
+    f = call.func
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+
+
+def _strip_docstrings(tree: ast.Module) -> None:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(
+                body[0].value.value, str
+            ):
+                node.body = body[1:] or [ast.Pass()]
+
+
+def _dump(stmts: list[ast.stmt]) -> str:
+    return "\n".join(ast.dump(s, annotate_fields=False, include_attributes=False) for s in stmts)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------- text fallback
+
+_TRITON_IMPORT = re.compile(r"^\s*(import\s+triton\b|from\s+triton\b)", re.M)
+_IMPORT_LINE = re.compile(r"^\s*(import\s|from\s+\S+\s+import\s)")
+_TEXT_KERNEL = re.compile(
+    r"^(?P<indent>[ \t]*)@(?P<dec>(?:\w+\.)?(?:jit|autotune|heuristics))\b[^\n]*\n"
+    r"(?:[ \t]*(?:@[^\n]*|[^\n]*\)[ \t]*)\n)*?[ \t]*(?:async\s+)?def\s+(?P<name>\w+)",
+    re.M,
+)
+
+
+def _parse_text(x: str) -> ParsedProgram:
+    m = _TRITON_IMPORT.search(x)
+    if m is None:
+        m = re.search(r"^class\s+ModelNew\b", x, re.M)
+    cut = len(x) if m is None else x.rfind("\n", 0, m.start()) + 1
+    lines_above = x[:cut].splitlines(keepends=True)
+    while lines_above and (_IMPORT_LINE.match(lines_above[-1]) or not lines_above[-1].strip()):
+        cut -= len(lines_above.pop())
+    reference, candidate = x[:cut], x[cut:]
+    ref_tree = _try_parse(reference)
+    if ref_tree is not None:
+        model = _first_class(ref_tree.body, "Model")
+        title = _title(model)
+        _strip_docstrings(ref_tree)
+        problem_key = _digest(_dump([s for s in ref_tree.body if not isinstance(s, ast.Import | ast.ImportFrom)]))
+    else:
+        title, problem_key = "", _digest(_token_form(reference))
+    return ParsedProgram(
+        reference=reference,
+        candidate=candidate,
+        mode="text",
+        kernels=_text_kernels(x),
+        title=title,
+        static_error="syntax_error",
+        problem_key=problem_key,
+        candidate_key=_digest(_token_form(candidate)),
+    )
+
+
+def _try_parse(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _text_kernels(x: str) -> list[Kernel]:
+    kernels = []
+    for m in _TEXT_KERNEL.finditer(x):
+        start = m.start()
+        lineno = x.count("\n", 0, start) + 1
+        indent = len(m.group("indent"))
+        end = m.end()
+        for line in re.finditer(r"\n([ \t]*)(\S)", x[m.end() :]):
+            if len(line.group(1)) <= indent and line.group(2) != ")":
+                end = m.end() + line.start() + 1
+                break
+        else:
+            end = len(x)
+        decorators = x[start : m.end()]
+        kernels.append(Kernel(m.group("name"), x[start:end], "autotune" in decorators, lineno))
+    return kernels
+
+
+def _token_form(source: str) -> str:
+    """Tokens without comments, blank lines and statement-level strings; regex fallback if tokenizing fails."""
+    out: list[str] = []
+    try:
+        prev = tokenize.NEWLINE
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type in (tokenize.COMMENT, tokenize.NL, tokenize.ENCODING):
+                continue
+            if tok.type == tokenize.STRING and prev in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
+                continue  # a docstring-like bare string
+            out.append(tok.string if tok.type not in (tokenize.INDENT, tokenize.DEDENT) else tok.type.__str__())
+            prev = tok.type
+        return " ".join(out)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        no_comments = re.sub(r"#[^\n]*", "", source)
+        return " ".join(no_comments.split())

@@ -1,0 +1,152 @@
+"""Read run results (`RUNS_DIR/results/*.jsonl`, one RunResult JSON object per line) into one flat Arrow table.
+
+Lines that are not JSON objects are skipped and counted (a writer may be in the middle of a line); a missing
+folder gives an empty table with the same columns.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pyarrow as pa
+
+RESULTS_SUBDIR = "results"
+
+RUNS_SCHEMA = pa.schema(
+    [
+        ("row_id", pa.string()),
+        ("result_id", pa.string()),
+        ("status", pa.string()),
+        ("error_type", pa.string()),
+        ("message", pa.string()),
+        ("exception", pa.string()),
+        ("correct_trials", pa.int64()),
+        ("trials", pa.int64()),
+        ("max_abs_diff", pa.float64()),
+        ("max_rel_diff", pa.float64()),
+        ("median_ms", pa.float64()),
+        ("mean_ms", pa.float64()),
+        ("std_ms", pa.float64()),
+        ("min_ms", pa.float64()),
+        ("max_ms", pa.float64()),
+        ("timing_n", pa.int64()),
+        ("ref_median_ms", pa.float64()),
+        ("speedup", pa.float64()),
+        ("flags", pa.list_(pa.string())),
+        ("method", pa.string()),
+        ("device", pa.string()),
+        ("gpu", pa.string()),
+        ("program_sha256", pa.string()),
+        ("duration_s", pa.float64()),
+        ("finished_at", pa.string()),
+        ("results_file", pa.string()),
+        ("line", pa.int64()),
+    ]
+)
+
+
+def results_files(runs_dir: Path | None) -> list[Path]:
+    if runs_dir is None:
+        return []
+    folder = Path(runs_dir) / RESULTS_SUBDIR
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*.jsonl") if p.is_file())
+
+
+def results_signature(runs_dir: Path | None) -> tuple:
+    """Cheap fingerprint (name, size, mtime) of the result files, to notice new results."""
+    signature = []
+    for path in results_files(runs_dir):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        signature.append((path.name, stat.st_size, stat.st_mtime_ns))
+    return tuple(signature)
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _integer(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text(value: object) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def _timing(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def flatten_result(obj: dict, results_file: str, line: int) -> dict:
+    """One RunResult dict (design §3 keys + `row_id`) → one flat row of `RUNS_SCHEMA`."""
+    timing = _timing(obj.get("timing"))
+    ref_timing = _timing(obj.get("ref_timing"))
+    system = obj.get("system") if isinstance(obj.get("system"), dict) else {}
+    flags = obj.get("flags")
+    if isinstance(flags, dict):
+        flags = [name for name, on in flags.items() if on]
+    return {
+        "row_id": _text(obj.get("row_id")),
+        "result_id": _text(obj.get("id")),
+        "status": _text(obj.get("status")),
+        "error_type": _text(obj.get("error_type")),
+        "message": _text(obj.get("message")),
+        "exception": _text(obj.get("exception")),
+        "correct_trials": _integer(obj.get("correct_trials")),
+        "trials": _integer(obj.get("trials")),
+        "max_abs_diff": _number(obj.get("max_abs_diff")),
+        "max_rel_diff": _number(obj.get("max_rel_diff")),
+        "median_ms": _number(timing.get("median_ms")),
+        "mean_ms": _number(timing.get("mean_ms")),
+        "std_ms": _number(timing.get("std_ms")),
+        "min_ms": _number(timing.get("min_ms")),
+        "max_ms": _number(timing.get("max_ms")),
+        "timing_n": _integer(timing.get("n")),
+        "ref_median_ms": _number(ref_timing.get("median_ms")),
+        "speedup": _number(obj.get("speedup")),
+        "flags": [str(flag) for flag in flags] if isinstance(flags, list) else [],
+        "method": _text(obj.get("method")),
+        "device": _text(obj.get("device")),
+        "gpu": _text(system.get("gpu") or system.get("gpu_name")),
+        "program_sha256": _text(obj.get("program_sha256")),
+        "duration_s": _number(obj.get("duration_s")),
+        "finished_at": _text(obj.get("finished_at")),
+        "results_file": results_file,
+        "line": line,
+    }
+
+
+def load_run_results(runs_dir: Path | None) -> tuple[pa.Table, int]:
+    """All results under `runs_dir/results/` → (table of `RUNS_SCHEMA`, number of lines skipped as unreadable)."""
+    rows: list[dict] = []
+    skipped = 0
+    for path in results_files(runs_dir):
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for number, raw in enumerate(text.splitlines(), start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                skipped += 1
+                continue
+            if not isinstance(obj, dict):
+                skipped += 1
+                continue
+            rows.append(flatten_result(obj, path.name, number))
+    return pa.Table.from_pylist(rows, schema=RUNS_SCHEMA), skipped

@@ -1,0 +1,5 @@
+-- The filtered index rows, by id.
+SELECT * FROM filtered(
+    $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
+    $f_source::VARCHAR)
+ORDER BY id;

@@ -1,0 +1,16 @@
+-- One row of totals over the filtered rows.
+SELECT
+    count(*) AS rows,
+    count(*) FILTER (WHERE ok) AS ok_rows,
+    count(*) FILTER (WHERE NOT ok) AS failed_rows,
+    count(*) FILTER (WHERE NOT ok) / nullif(count(*), 0) AS failure_rate,
+    count(DISTINCT problem_key) AS problems,
+    count(DISTINCT candidate_key) AS distinct_candidates,
+    count(*) FILTER (WHERE split = 'train') AS train_rows,
+    count(*) FILTER (WHERE split = 'test') AS test_rows,
+    count(*) FILTER (WHERE autotuned) AS autotuned_rows,
+    count(*) FILTER (WHERE static_error <> 'ok_static') AS static_error_rows,
+    avg(n_kernels) AS mean_kernels
+FROM filtered(
+    $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
+    $f_source::VARCHAR);

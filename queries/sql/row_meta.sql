@@ -1,0 +1,2 @@
+-- One row of the index.
+SELECT * FROM programs WHERE id = $row_id;

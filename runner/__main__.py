@@ -1,0 +1,81 @@
+"""`python -m runner eval|serve|submit|bulk` (design §3b)."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import json
+import sys
+from pathlib import Path
+
+from runner.options import DEVICES, EvalOptions
+from runner.result import RunResult
+
+# subcommand -> module exposing add_arguments(parser) and main(args) -> int, imported only when used
+LAZY = {"serve": "runner.service", "submit": "runner.client", "bulk": "runner.bulk"}
+HELP = {"serve": "run the local runner service", "submit": "send a job to the runner service",
+        "bulk": "re-run many rows of a store"}
+
+
+def summary(result: RunResult) -> str:
+    lines = [f"{result.id}: {result.status}" + (f" ({result.error_type})" if result.error_type else "")]
+    if result.message:
+        lines.append(f"  {result.message}")
+    lines.append(f"  correct trials {result.correct_trials}/{result.trials}"
+                 + (f", max abs diff {result.max_abs_diff:.3g}" if result.max_abs_diff is not None else "")
+                 + (f", max rel diff {result.max_rel_diff:.3g}" if result.max_rel_diff is not None else ""))
+    if result.timing and result.ref_timing:
+        lines.append(f"  ModelNew {result.timing.median_ms:.4g} ms, Model {result.ref_timing.median_ms:.4g} ms, "
+                     f"speedup {result.speedup:.3g}x")
+    if result.flags:
+        lines.append(f"  flags: {', '.join(result.flags)}")
+    if result.traceback and result.status != "ok":
+        lines.append("  " + result.traceback.strip().replace("\n", "\n  ")[-1500:])
+    lines.append(f"  device {result.device}, {result.duration_s:.1f} s")
+    return "\n".join(lines)
+
+
+def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("program", type=Path, help="a Python file holding Model, ModelNew, get_inputs, get_init_inputs")
+    parser.add_argument("--device", choices=DEVICES, default="auto")
+    parser.add_argument("--timeout", type=float, default=EvalOptions.timeout_s, help="seconds (default %(default)s)")
+    parser.add_argument("--trials", type=int, default=EvalOptions.trials, help="correctness trials")
+    parser.add_argument("--legacy-tolerance", action="store_true", help="1e-2 for every dtype")
+    parser.add_argument("--json", action="store_true", help="print the run result as JSON")
+
+
+def eval_main(args: argparse.Namespace) -> int:
+    try:
+        program = args.program.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"error: cannot read {args.program}: {exc}", file=sys.stderr)
+        return 2
+    options = EvalOptions(device=args.device, timeout_s=args.timeout, trials=args.trials,
+                          legacy_tolerance=args.legacy_tolerance)
+    from runner.sandbox import evaluate_in_sandbox
+
+    result_id = "sha256:" + hashlib.sha256(program.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
+    result = evaluate_in_sandbox(program, options, result_id=result_id)
+    print(json.dumps(result.to_dict(), indent=2) if args.json else summary(result))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m runner", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_eval_arguments(sub.add_parser("eval", help="evaluate one program in the sandbox"))
+    argv = sys.argv[1:] if argv is None else argv
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    for name, module in LAZY.items():
+        p = sub.add_parser(name, help=HELP[name])
+        if name == chosen:  # import only the module that will run
+            importlib.import_module(module).add_arguments(p)
+    args = parser.parse_args(argv)
+    if args.command == "eval":
+        return eval_main(args)
+    return int(importlib.import_module(LAZY[args.command]).main(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

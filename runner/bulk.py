@@ -1,0 +1,235 @@
+"""`python -m runner bulk`: re-run many store rows, locally (one sandbox per GPU) or on a Ray cluster.
+
+Rows are chosen from the store's `index.parquet` (`--problem`, `--split`, `--status`, `--error-type`, `--ids`,
+`--sample`, `--limit`); each task is the same sandboxed evaluation as a single re-run, and every result is
+appended to the same results log (`RUNS_DIR/results/bulk-<host>-<pid>.jsonl`) that the explorer reads.
+
+Resumable: a row is skipped when the log already holds `--repeats` results for the same row id, program hash,
+run settings (`run_keys.options_key`) and hardware (GPU name, or `cpu-interpreter`), unless `--force`. Results are
+fsync'd as they arrive, so Ctrl-C loses at most the tasks in flight. Progress (rate, ETA) goes to stderr, the
+summary to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from runner.bulk_backends import LocalBackend, RayBackend, Task
+from runner.jobs import program_sha256
+from runner.results_log import ResultsLog, default_writer, read_results
+from runner.rows import StoreUnavailable, iter_programs, resolve_store
+from runner.run_keys import options_key, result_key, run_settings, stamp
+
+_INDEX_COLUMNS = ["id", "split", "problem_key", "problem_id", "ok", "static_error", "code_shard", "code_rg"]
+
+
+def latest_error_types(runs_dir: Path) -> dict[str, str | None]:
+    """row id -> error type of its latest logged result (None when ok)."""
+    latest: dict[str, tuple[str, str | None]] = {}
+    for r in read_results(runs_dir):
+        row_id = r.get("row_id")
+        if row_id and (row_id not in latest or str(r.get("finished_at") or "") >= latest[row_id][0]):
+            latest[row_id] = (str(r.get("finished_at") or ""), r.get("error_type"))
+    return {k: v[1] for k, v in latest.items()}
+
+
+def select_rows(store: Path, args: argparse.Namespace, runs_dir: Path) -> list[tuple[str, int, int]]:
+    """(row id, code shard, code row group) of the rows the filters pick, in id order (or sample order)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    index = pq.read_table(Path(store) / "index.parquet", columns=_INDEX_COLUMNS)
+    mask = pc.is_valid(index["id"])
+    if args.split:
+        mask = pc.and_(mask, pc.equal(index["split"], args.split))
+    if args.problem:
+        mask = pc.and_(mask, pc.or_kleene(pc.equal(index["problem_key"], args.problem),
+                                          pc.equal(index["problem_id"], args.problem)))
+    if args.status:
+        mask = pc.and_(mask, pc.equal(index["ok"], args.status == "ok"))
+    if args.ids:
+        wanted = read_ids(args.ids)
+        mask = pc.and_(mask, pc.is_in(index["id"], value_set=pa.array(sorted(wanted), pa.string())))
+    table = index.filter(pc.fill_null(mask, False))
+    ids = table["id"].to_pylist()
+    shards, groups = table["code_shard"].to_pylist(), table["code_rg"].to_pylist()
+    rows = list(zip(ids, shards, groups, strict=True))
+    if args.error_type:
+        static = table["static_error"].to_pylist()
+        measured = latest_error_types(runs_dir)
+        rows = [r for r, s in zip(rows, static, strict=True)
+                if s == args.error_type or measured.get(r[0]) == args.error_type]
+    rows.sort()
+    if args.sample is not None and args.sample < len(rows):
+        rows = random.Random(args.seed).sample(rows, args.sample)
+    return rows[: args.limit] if args.limit is not None else rows
+
+
+def read_ids(path: Path) -> set[str]:
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise SystemExit(f"bulk: cannot read --ids file {path}: {e}") from None
+    return {line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")}
+
+
+def done_counts(runs_dir: Path, okey: str, hardware: str) -> Counter:
+    """(row id, program hash) -> how many logged results match these settings and hardware."""
+    counts: Counter = Counter()
+    for r in read_results(runs_dir):
+        key = result_key(r)
+        if key and key[2] == okey and key[3] == hardware:
+            counts[(key[0], key[1])] += 1
+    return counts
+
+
+class Progress:
+    """Counts results; prints a progress line with rate and ETA to stderr at most every `every_s` seconds."""
+
+    def __init__(self, planned: int, every_s: float = 2.0):
+        self.planned = planned
+        self.every_s = every_s
+        self.started = time.monotonic()
+        self.last = 0.0
+        self.done = 0
+        self.skipped = 0
+        self.by_outcome: Counter = Counter()
+        self.tty = sys.stderr.isatty()
+        self.printed = ""
+
+    def skip(self, n: int = 1) -> None:
+        self.skipped += n
+
+    def record(self, result: dict[str, Any]) -> None:
+        self.done += 1
+        self.by_outcome[result.get("error_type") or result.get("status") or "?"] += 1
+        self.show()
+
+    def rate(self) -> float:
+        return self.done / max(time.monotonic() - self.started, 1e-9)
+
+    def show(self, final: bool = False) -> None:
+        now = time.monotonic()
+        if not final and now - self.last < self.every_s:
+            return
+        self.last = now
+        left = max(self.planned - self.done - self.skipped, 0)
+        rate = self.rate()
+        eta = f"{left / rate:,.0f} s" if rate > 0 else "?"
+        line = (f"[bulk] {self.done} done, {self.skipped} skipped, {left} left; "
+                f"{rate * 60:,.1f}/min; ETA {eta}; ok {self.by_outcome.get('ok', 0)}")
+        if self.tty:
+            print("\r" + line, end="\n" if final else "", file=sys.stderr, flush=True)
+        elif line != self.printed:
+            print(line, file=sys.stderr, flush=True)
+        self.printed = line
+
+
+def plan_tasks(
+    store: Path, rows: list[tuple[str, int, int]], counts: Counter, repeats: int, force: bool, progress: Progress
+) -> Iterator[Task]:
+    """Tasks still to run, reading programs a row group at a time; skipped rows are counted on `progress`."""
+    for row_id, program in iter_programs(store, rows):
+        sha = program_sha256(program)
+        have = 0 if force else counts.get((row_id, sha), 0)
+        progress.skip(min(have, repeats))
+        for repeat in range(have, repeats):
+            yield Task(row_id, program, sha, repeat)
+
+
+def summary(progress: Progress, selected: int, interrupted: bool, log_path: Path) -> str:
+    elapsed = time.monotonic() - progress.started
+    outcomes = ", ".join(f"{k} {v}" for k, v in sorted(progress.by_outcome.items(), key=lambda kv: -kv[1]))
+    lines = [
+        f"bulk {'interrupted' if interrupted else 'finished'}: {selected} row(s) selected, "
+        f"{progress.done} run(s) done, {progress.skipped} skipped (already done)",
+        f"outcomes: {outcomes or 'none'}",
+        f"time {elapsed:,.1f} s, rate {progress.rate() * 60:,.2f} runs/min",
+        f"results: {log_path}",
+    ]
+    return "\n".join(lines)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", type=Path, default=None, help="store to read rows from (default TLX_STORE)")
+    parser.add_argument("--runs-dir", type=Path, default=None, help="results log folder (default TLX_RUNS_DIR)")
+    parser.add_argument("--problem", help="problem key (16 hex) or problem id (e.g. 1_23)")
+    parser.add_argument("--split", help="train or test")
+    parser.add_argument("--error-type", help="static error type, or measured type of the row's latest result")
+    parser.add_argument("--status", choices=("ok", "failed"), help="the dataset's label: y present or null")
+    parser.add_argument("--ids", type=Path, help="file with one row id per line")
+    parser.add_argument("--sample", type=int, help="random sample of N selected rows (see --seed)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--limit", type=int, help="at most N rows")
+    parser.add_argument("--backend", choices=("local", "ray"), default="local")
+    parser.add_argument("--address", help="Ray cluster address (default: start a local Ray instance)")
+    parser.add_argument("--repeats", type=int, default=1, help="runs per row (resume counts them)")
+    parser.add_argument("--force", action="store_true", help="run rows even if already done")
+    parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
+    parser.add_argument("--timeout", type=float, default=None, help="per-run timeout in seconds")
+    parser.add_argument("--trials", type=int, default=None, help="correctness trials per run")
+    parser.add_argument("--workers", type=int, default=1, help="local CPU interpreter workers (no GPU)")
+    parser.add_argument("--ray-cpus", type=int, default=None, help="CPUs of a local Ray instance")
+
+
+def _backend(args: argparse.Namespace):
+    from runner.workers import detect_gpus, make_slots
+
+    if args.backend == "local":
+        return LocalBackend(make_slots(args.device, args.workers))
+    if args.device == "auto":
+        args.device = "cuda" if (args.address or detect_gpus()) else "cpu"
+    return RayBackend(args.device, args.address, args.ray_cpus)
+
+
+def main(args: argparse.Namespace) -> int:
+    from queries.settings import load_settings
+
+    if args.repeats < 1 or (args.limit is not None and args.limit < 0) or (args.sample is not None and args.sample < 1):
+        print("bulk: --repeats and --sample must be >= 1, --limit >= 0", file=sys.stderr)
+        return 2
+    runs_dir = (args.runs_dir or load_settings().runs_dir).expanduser()
+    try:
+        store = resolve_store(args.store)
+        rows = select_rows(store, args, runs_dir)
+    except (StoreUnavailable, OSError) as e:
+        print(f"bulk: {e}", file=sys.stderr)
+        return 1
+    try:
+        backend = _backend(args)
+    except (RuntimeError, ValueError) as e:
+        print(f"bulk: {e}", file=sys.stderr)
+        return 1
+    settings = run_settings(backend.device, args.timeout, args.trials)
+    hardware = backend.hardware()
+    counts = Counter() if args.force else done_counts(runs_dir, options_key(settings), hardware)
+    log = ResultsLog(runs_dir, default_writer("bulk"))
+    progress = Progress(len(rows) * args.repeats)
+    print(f"[bulk] {len(rows)} row(s) x {args.repeats} on {backend.name} ({hardware}); results -> {log.path}",
+          file=sys.stderr, flush=True)
+
+    def on_result(task: Task, result: dict[str, Any]) -> None:
+        log.append(stamp(result, settings))
+        progress.record(result)
+
+    interrupted = False
+    try:
+        backend.run(plan_tasks(store, rows, counts, args.repeats, args.force, progress), settings, on_result)
+    except KeyboardInterrupt:
+        interrupted = True
+    except StoreUnavailable as e:
+        print(f"\nbulk: {e}", file=sys.stderr)
+        return 1
+    finally:
+        backend.close()
+    progress.show(final=True)
+    print(summary(progress, len(rows), interrupted, log.path))
+    return 130 if interrupted else 0

@@ -1,0 +1,196 @@
+"""Where bulk tasks run: `LocalBackend` (one thread per visible GPU, or CPU interpreter workers) or `RayBackend`
+(`ray.remote` tasks, one GPU each, or one CPU each in interpreter mode). Both run the same sandboxed evaluation
+as a single re-run and hand each result to the driver's `on_result` callback.
+
+A task whose evaluation raises, or whose Ray worker dies, is reported as a `crashed` result and the run goes on.
+Ctrl-C (KeyboardInterrupt in the driver) kills the sandboxes in flight; their results are lost, nothing else is.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from runner.cancellable import evaluate_cancellable
+from runner.workers import Slot
+
+
+@dataclass(frozen=True)
+class Task:
+    row_id: str
+    program: str
+    program_sha256: str
+    repeat: int
+
+
+OnResult = Callable[[Task, dict[str, Any]], None]
+
+
+def crashed(task: Task, settings: dict[str, Any], message: str, duration_s: float) -> dict[str, Any]:
+    from runner.result import ErrorType, RunResult
+
+    return RunResult.failure(
+        task.row_id, ErrorType.CRASHED, message, device="cuda" if settings["device"] == "cuda" else "cpu-interpreter",
+        row_id=task.row_id, program_sha256=task.program_sha256, duration_s=round(duration_s, 3),
+        finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    ).to_dict()
+
+
+class LocalBackend:
+    """A pool of threads over this machine's slots; each thread runs one sandbox at a time."""
+
+    name = "local"
+
+    def __init__(self, slots: list[Slot], evaluate: Callable[..., dict[str, Any]] = evaluate_cancellable):
+        self.slots = slots
+        self.evaluate = evaluate
+        self.device = slots[0].device
+
+    def close(self) -> None:
+        pass
+
+    def hardware(self) -> str:
+        from runner.run_keys import CPU_LABEL
+
+        names = {s.gpu_name for s in self.slots if s.device == "cuda"}
+        return sorted(names)[0] if names else CPU_LABEL
+
+    def run(self, tasks: Iterator[Task], settings: dict[str, Any], on_result: OnResult) -> None:
+        lock = threading.Lock()
+        stop = threading.Event()
+        cancels: list[threading.Event] = []
+        alive = {s.name for s in self.slots}
+        finished = threading.Event()  # waited on instead of Thread.join, which a Ctrl-C can corrupt (bpo-45274)
+
+        def next_task() -> Task | None:
+            with lock:
+                return None if stop.is_set() else next(tasks, None)
+
+        def worker(slot: Slot) -> None:
+            try:
+                work(slot)
+            finally:
+                with lock:
+                    alive.remove(slot.name)
+                    if not alive:
+                        finished.set()
+
+        def work(slot: Slot) -> None:
+            while (task := next_task()) is not None:
+                cancel = threading.Event()
+                with lock:
+                    cancels.append(cancel)
+                started = time.monotonic()
+                try:
+                    result = self.evaluate(
+                        task.program, settings, result_id=task.row_id, row_id=task.row_id,
+                        visible_devices=slot.visible_devices, cancel=cancel,
+                    )
+                except Exception as e:
+                    result = crashed(task, settings, f"bulk worker error: {type(e).__name__}: {e}",
+                                     time.monotonic() - started)
+                with lock:
+                    cancels.remove(cancel)
+                    if stop.is_set():
+                        return
+                    on_result(task, result)
+
+        threads = [threading.Thread(target=worker, args=(s,), name=f"bulk-{s.name}", daemon=True) for s in self.slots]
+        for t in threads:
+            t.start()
+        try:
+            while not finished.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            with lock:
+                stop.set()
+                for cancel in cancels:
+                    cancel.set()
+            finished.wait(10.0)  # the cancel watchers kill the sandboxes; wait so none outlives us
+            raise
+
+
+def _ray_evaluate(program: str, settings: dict[str, Any], result_id: str, row_id: str) -> dict[str, Any]:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "") if settings["device"] == "cuda" else ""
+    return evaluate_cancellable(program, settings, result_id=result_id, row_id=row_id, visible_devices=visible)
+
+
+def _ray_gpu_name() -> str:
+    from runner.workers import detect_gpus
+
+    names = detect_gpus()
+    return names[0] if names else "cuda"
+
+
+class RayBackend:
+    """`ray.remote` tasks on a Ray cluster (`address`) or a local instance; the `runner` package is shipped to
+    the workers through `runtime_env.py_modules` (they need torch and triton installed)."""
+
+    name = "ray"
+
+    def __init__(self, device: str, address: str | None, num_cpus: int | None = None):
+        try:
+            import ray
+        except ImportError:
+            raise RuntimeError("--backend ray needs Ray: pip install 'ray>=2.30' (or use --backend local)") from None
+        self.ray = ray
+        self.device = device
+        runtime_env = {"py_modules": [str(Path(__file__).resolve().parent)]}
+        if address:
+            ray.init(address=address, runtime_env=runtime_env, logging_level="WARNING", log_to_driver=False)
+        else:
+            ray.init(num_cpus=num_cpus, include_dashboard=False, runtime_env=runtime_env,
+                     logging_level="WARNING", log_to_driver=False)
+        resources = ray.cluster_resources()
+        per_task = {"num_gpus": 1} if device == "cuda" else {"num_cpus": 1}
+        if device == "cuda" and resources.get("GPU", 0) < 1:
+            ray.shutdown()
+            raise RuntimeError("--device cuda: the Ray cluster has no GPU (use --device cpu for interpreter runs)")
+        self.capacity = max(1, int(resources.get("GPU" if device == "cuda" else "CPU", 1)))
+        self._remote = ray.remote(max_retries=0, **per_task)(_ray_evaluate)
+        self._gpu_name = ray.remote(num_gpus=1, max_retries=0)(_ray_gpu_name) if device == "cuda" else None
+
+    def hardware(self) -> str:
+        from runner.run_keys import CPU_LABEL
+
+        if self._gpu_name is None:
+            return CPU_LABEL
+        return self.ray.get(self._gpu_name.remote())
+
+    def run(self, tasks: Iterator[Task], settings: dict[str, Any], on_result: OnResult) -> None:
+        ray = self.ray
+        in_flight: dict[Any, tuple[Task, float]] = {}
+        exhausted = False
+        try:
+            while True:
+                while not exhausted and len(in_flight) < 2 * self.capacity:
+                    task = next(tasks, None)
+                    if task is None:
+                        exhausted = True
+                        break
+                    ref = self._remote.remote(task.program, settings, task.row_id, task.row_id)
+                    in_flight[ref] = (task, time.monotonic())
+                if not in_flight:
+                    return
+                ready, _ = ray.wait(list(in_flight), num_returns=1, timeout=1.0)
+                for ref in ready:
+                    task, started = in_flight.pop(ref)
+                    try:
+                        result = ray.get(ref)
+                    except Exception as e:  # worker died (WorkerCrashedError), task error, ...
+                        result = crashed(task, settings, f"ray task failed: {type(e).__name__}: {e}"[:2000],
+                                         time.monotonic() - started)
+                    on_result(task, result)
+        except KeyboardInterrupt:
+            for ref in in_flight:
+                ray.cancel(ref, force=True)
+            raise
+
+    def close(self) -> None:
+        self.ray.shutdown()

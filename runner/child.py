@@ -1,0 +1,155 @@
+"""Child process entry: `python -P -m runner.child --program P --options JSON --result-fd N`.
+
+Sets its own resource limits, moves the result channel (an inherited pipe) to a private descriptor, picks
+the device (CPU → TRITON_INTERPRET=1 and hard-coded "cuda" sent to the CPU), evaluates, and writes JSON lines
+to the channel: {"event": "stage", ...} while working and one {"event": "result", ...} at the end. Exits with
+os._exit so that nothing the program left behind (threads, atexit hooks) can hang or change the verdict."""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import json
+import os
+import random
+import resource
+import signal
+import sys
+import traceback
+from typing import Any
+
+from runner.options import EvalOptions
+from runner.result import ErrorType, ExitCode
+
+STACKS_SIGNAL = signal.SIGUSR1
+
+
+def _user_tasks(uid: int) -> int:
+    """Threads of all processes of `uid` (what RLIMIT_NPROC counts)."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                fields = dict(line.split(":", 1) for line in fh if ":" in line)
+            if int(fields["Uid"].split()[0]) == uid:
+                total += int(fields["Threads"])
+        except (OSError, KeyError, ValueError):
+            continue
+    return total
+
+
+def _limit(which: int, value: int) -> None:
+    try:
+        _, hard = resource.getrlimit(which)
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(which, (value, value))
+    except (ValueError, OSError):
+        pass
+
+
+def set_limits(options: EvalOptions, device: str) -> None:
+    _limit(resource.RLIMIT_CORE, 0)
+    _limit(resource.RLIMIT_FSIZE, options.file_size_limit_bytes)
+    cpu_s = int(options.timeout_s * max(2, os.cpu_count() or 1)) + 30  # backstop; the parent's clock rules
+    _limit(resource.RLIMIT_CPU, cpu_s)
+    if os.getuid() != 0:
+        _limit(resource.RLIMIT_NPROC, _user_tasks(os.getuid()) + options.nproc_extra)
+    if device == "cpu":  # CUDA maps large private regions; there the parent's RSS watchdog is the limit
+        _limit(resource.RLIMIT_DATA, options.memory_limit_bytes)
+
+
+class Channel:
+    """The result pipe, moved to a random high descriptor that subprocesses do not inherit."""
+
+    def __init__(self, fd: int) -> None:
+        target = random.randrange(600, 1000)
+        self.fd = os.dup2(fd, target, inheritable=False)
+        os.close(fd)
+
+    def send(self, obj: dict[str, Any]) -> None:
+        data = (json.dumps(obj, default=str) + "\n").encode()
+        while data:
+            data = data[os.write(self.fd, data):]
+
+
+def resolve_device(requested: str) -> str:
+    import torch
+
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return requested
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="runner.child")
+    parser.add_argument("--program", required=True)
+    parser.add_argument("--options", required=True, help="EvalOptions as JSON")
+    parser.add_argument("--result-fd", type=int, required=True)
+    try:
+        args = parser.parse_args(argv)
+        options = EvalOptions.from_dict(json.loads(args.options))
+        channel = Channel(args.result_fd)
+    except (SystemExit, ValueError, OSError) as exc:
+        print(f"runner.child: bad invocation: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    sys.argv = [args.program]
+    faulthandler.enable()  # a crash leaves the Python stack on stderr, whose tail the parent keeps
+    faulthandler.register(STACKS_SIGNAL, all_threads=True)  # the parent asks for stacks before a timeout kill
+    try:
+        verdict = _evaluate(args.program, options, channel)
+    except Exception as exc:  # a harness failure, reported as such
+        verdict = {
+            "status": "failed", "error_type": ErrorType.RUNTIME_ERROR.value, "flags": ["harness_error"],
+            "message": f"harness error: {type(exc).__name__}: {exc}", "exception": type(exc).__name__,
+            "traceback": traceback.format_exc()[-6000:],
+        }
+    try:
+        channel.send({"event": "result", "result": verdict})
+    except OSError:
+        return ExitCode.NO_CHANNEL
+    return ExitCode.VERDICT
+
+
+def _evaluate(program: str, options: EvalOptions, channel: Channel) -> dict[str, Any]:
+    channel.send({"event": "stage", "stage": "start: importing torch"})
+    device = resolve_device(options.device)
+    set_limits(options, device)
+    flags: list[str] = []
+    if device == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"
+        from runner import cuda_remap
+
+        cuda_remap.install()
+    elif device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            return {"status": "failed", "error_type": ErrorType.CUDA_ERROR.value, "flags": ["no_cuda_device"],
+                    "message": "CUDA requested but torch sees no CUDA device", "device": "cuda"}
+    import triton  # noqa: F401 - imported after TRITON_INTERPRET is settled
+
+    from runner.evaluate import evaluate_program
+    from runner.system import collect_system
+
+    verdict = evaluate_program(program, options, device, lambda s: channel.send({"event": "stage", "stage": s}))
+    if device == "cpu":
+        from runner import cuda_remap
+
+        if cuda_remap.remapped():
+            flags.append("cuda_remapped_to_cpu")
+    verdict["flags"] = verdict.get("flags", []) + flags
+    channel.send({"event": "stage", "stage": "collecting system info"})
+    verdict["system"] = collect_system(probe_gpu=device == "cuda")
+    return verdict
+
+
+if __name__ == "__main__":
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(int(code))

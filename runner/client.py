@@ -1,0 +1,167 @@
+"""Client of the runner service (stdlib only; the explorer imports it) and `python -m runner submit`.
+
+    client = RunnerClient("http://127.0.0.1:8765", token)
+    job = client.submit(row_id="train/000123", timeout_s=60)
+    done = client.wait(job["id"], timeout=300)
+    print(done["result"]["status"])
+
+`RunnerUnavailable`: nothing answers at the URL (connection refused, DNS, timeout).
+`RunnerError`: the service answered with an HTTP error; `.status` and the service's message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+FINAL_STATES = ("done", "cancelled")
+
+
+class RunnerUnavailable(Exception):
+    """No runner service answers at the configured URL."""
+
+
+class RunnerError(Exception):
+    """The runner service answered with an HTTP error."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(f"runner service: HTTP {status}: {message}")
+        self.status = status
+        self.message = message
+
+
+class RunnerClient:
+    def __init__(self, url: str, token: str | None, timeout: float = 10.0):
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header("Accept", "application/json")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        if self.token:
+            req.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                return json.loads(resp.read() or b"{}")
+        except urllib.error.HTTPError as e:
+            raw = e.read()
+            try:
+                message = json.loads(raw).get("error") or raw.decode("utf-8", "replace")
+            except (ValueError, AttributeError):
+                message = raw.decode("utf-8", "replace") or e.reason
+            raise RunnerError(e.code, str(message)) from None
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as e:
+            reason = getattr(e, "reason", e)
+            raise RunnerUnavailable(f"no runner service answers at {self.url}: {reason}") from None
+
+    def health(self) -> dict[str, Any]:
+        return self._request("GET", "/health")
+
+    def submit(self, row_id: str | None = None, program: str | None = None, **options: Any) -> dict[str, Any]:
+        """Queue a run of a store row or of a program text; returns `{"id", "state"}`."""
+        if (row_id is None) == (program is None):
+            raise ValueError("submit needs exactly one of row_id or program")
+        body: dict[str, Any] = {"row_id": row_id} if row_id is not None else {"program": program}
+        body.update({k: v for k, v in options.items() if v is not None})
+        return self._request("POST", "/jobs", body)
+
+    def job(self, job_id: str) -> dict[str, Any]:
+        return self._request("GET", f"/jobs/{urllib.parse.quote(job_id, safe='')}")
+
+    def jobs(self, limit: int = 50, state: str | None = None) -> list[dict[str, Any]]:
+        query = {"limit": limit} | ({"state": state} if state else {})
+        return self._request("GET", "/jobs?" + urllib.parse.urlencode(query))["jobs"]
+
+    def cancel(self, job_id: str) -> dict[str, Any]:
+        return self._request("DELETE", f"/jobs/{urllib.parse.quote(job_id, safe='')}")
+
+    def wait(self, job_id: str, timeout: float = 600.0, poll: float = 0.5) -> dict[str, Any]:
+        """Poll until the job is done or cancelled; TimeoutError after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.job(job_id)
+            if job["state"] in FINAL_STATES:
+                return job
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"job {job_id} still {job['state']} after {timeout:g} s")
+            time.sleep(poll)
+
+
+def resolve_token(runs_dir: Path | None = None) -> str | None:
+    """`TLX_RUNNER_TOKEN`, else the token a loopback service wrote to `RUNS_DIR/runner.token`."""
+    token = os.environ.get("TLX_RUNNER_TOKEN")
+    if token:
+        return token
+    if runs_dir is None:
+        from queries.settings import load_settings  # stdlib-only module
+
+        runs_dir = load_settings().runs_dir
+    path = Path(runs_dir) / "runner.token"
+    return path.read_text().strip() if path.is_file() else None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("row_id", nargs="?", help="store row id, e.g. train/000123")
+    parser.add_argument("--program", type=Path, help="evaluate this program file instead of a row")
+    parser.add_argument("--url", default=None, help="service URL (default TLX_RUNNER_URL or 127.0.0.1:8765)")
+    parser.add_argument("--runs-dir", type=Path, default=None, help="where a loopback service keeps its token")
+    parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default=None)
+    parser.add_argument("--timeout", type=float, default=None, help="per-run timeout in seconds")
+    parser.add_argument("--trials", type=int, default=None, help="correctness trials")
+    parser.add_argument("--force", action="store_true", help="run again even if the same run is done")
+    parser.add_argument("--wait", action="store_true", help="wait for the verdict")
+    parser.add_argument("--wait-timeout", type=float, default=3600.0)
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _print_job(job: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(job, indent=2))
+        return
+    result = job.get("result")
+    line = f"job {job['id']}: {job['state']}"
+    if result:
+        line += f"; {result.get('status')}"
+        if result.get("error_type"):
+            line += f" ({result['error_type']}): {result.get('message') or ''}".rstrip(": ")
+        timing = result.get("timing") or {}
+        if timing.get("median_ms") is not None:
+            line += f"; median {timing['median_ms']:.4g} ms"
+    print(line)
+
+
+def main(args: argparse.Namespace) -> int:
+    if (args.row_id is None) == (args.program is None):
+        print("submit: give a ROW_ID or --program FILE (one of them)", file=sys.stderr)
+        return 2
+    url = args.url or os.environ.get("TLX_RUNNER_URL") or "http://127.0.0.1:8765"
+    client = RunnerClient(url, resolve_token(args.runs_dir), timeout=30.0)
+    options = {"device": args.device, "timeout_s": args.timeout, "trials": args.trials}
+    if args.force:
+        options["force"] = True
+    try:
+        if args.program is not None:
+            job = client.submit(program=args.program.read_text(encoding="utf-8"), **options)
+        else:
+            job = client.submit(row_id=args.row_id, **options)
+        if args.wait:
+            job = client.wait(job["id"], timeout=args.wait_timeout)
+        else:
+            job = client.job(job["id"])
+    except (RunnerUnavailable, RunnerError, TimeoutError, OSError) as e:
+        print(f"submit: {e}", file=sys.stderr)
+        return 1
+    _print_job(job, args.json)
+    return 0

@@ -1,0 +1,263 @@
+"""The runner's job store: one SQLite table (WAL, busy timeout) at `RUNS_DIR/runner.sqlite3`.
+
+A job holds everything needed to run it (the program text itself, not just a row id) so the queue survives
+restarts and store changes. States: `queued` -> `running` -> `done`, or `cancelled` from queued/running.
+
+- Duplicate submissions collapse: submitting the same (program hash, options, row id) while such a job is queued
+  or running returns that job (the row id is part of the key because results are filed under it). Without `force`, a finished job with the same key is returned as is (its result is
+  reused); `force` queues a fresh run unless one is already in flight.
+- Claiming is one atomic `UPDATE ... RETURNING`, so two workers never get the same job.
+- `recover()` (called once when a service starts, under the service's lock file) requeues the jobs a dead service
+  left `running`; a job that has already been started `max_attempts` times is finished with a `crashed` result
+  instead, so a program that kills its service cannot loop forever.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runner.run_keys import options_key
+
+STATES = ("queued", "running", "done", "cancelled")
+DEFAULT_MAX_ATTEMPTS = 3
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    key TEXT NOT NULL,
+    row_id TEXT,
+    program_sha256 TEXT NOT NULL,
+    program TEXT NOT NULL,
+    options_json TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'cancelled')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    result_json TEXT,
+    created_at REAL NOT NULL,
+    started_at REAL,
+    finished_at REAL,
+    worker TEXT
+);
+CREATE INDEX IF NOT EXISTS jobs_key_state ON jobs (key, state);
+CREATE INDEX IF NOT EXISTS jobs_state_seq ON jobs (state, seq);
+"""
+
+_COLUMNS = (
+    "id, key, row_id, program_sha256, program, options_json, state, attempts, result_json, "
+    "created_at, started_at, finished_at, worker"
+)
+
+
+def program_sha256(program: str) -> str:
+    return hashlib.sha256(program.encode("utf-8")).hexdigest()
+
+
+def job_key(program_hash: str, options: dict[str, Any], row_id: str | None = None) -> str:
+    """Same program, options and row (results are filed under their row id) -> same job."""
+    return f"{program_hash}:{options_key(options)}:{row_id or ''}"
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    key: str
+    row_id: str | None
+    program_sha256: str
+    program: str
+    options: dict[str, Any]
+    state: str
+    attempts: int
+    result: dict[str, Any] | None
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    worker: str | None
+
+    def summary(self) -> dict[str, Any]:
+        """The job as the HTTP API shows it (no program text)."""
+        return {
+            "id": self.id,
+            "state": self.state,
+            "row_id": self.row_id,
+            "program_sha256": self.program_sha256,
+            "options": self.options,
+            "attempts": self.attempts,
+            "created_at": self.created_at,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "worker": self.worker,
+            "result": self.result,
+        }
+
+
+def _job(row: tuple) -> Job:
+    (jid, key, row_id, sha, program, options_json, state, attempts, result_json,
+     created_at, started_at, finished_at, worker) = row
+    return Job(
+        id=jid, key=key, row_id=row_id, program_sha256=sha, program=program,
+        options=json.loads(options_json), state=state, attempts=attempts,
+        result=json.loads(result_json) if result_json else None,
+        created_at=created_at, started_at=started_at, finished_at=finished_at, worker=worker,
+    )
+
+
+class JobStore:
+    """Thread-safe access to the jobs table; every method is one short transaction."""
+
+    def __init__(self, path: Path, *, max_attempts: int = DEFAULT_MAX_ATTEMPTS):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.max_attempts = max_attempts
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(
+            self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+        )
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA busy_timeout=30000")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _one(self, sql: str, params: tuple = ()) -> Job | None:
+        row = self._db.execute(sql, params).fetchone()
+        return _job(row) if row else None
+
+    def submit(
+        self, program: str, options: dict[str, Any], *, row_id: str | None = None, force: bool = False
+    ) -> tuple[Job, bool]:
+        """Queue a job, or return the matching existing one. Returns (job, created)."""
+        sha = program_sha256(program)
+        key = job_key(sha, options, row_id)
+        states = ("queued", "running") if force else ("queued", "running", "done")
+        marks = ",".join("?" * len(states))
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                existing = self._one(
+                    f"SELECT {_COLUMNS} FROM jobs WHERE key = ? AND state IN ({marks}) "  # noqa: S608
+                    "ORDER BY seq DESC LIMIT 1",
+                    (key, *states),
+                )
+                if existing is not None:
+                    self._db.execute("COMMIT")
+                    return existing, False
+                jid = uuid.uuid4().hex[:16]
+                self._db.execute(
+                    "INSERT INTO jobs (id, key, row_id, program_sha256, program, options_json, state, "
+                    "created_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?)",
+                    (jid, key, row_id, sha, program, json.dumps(options, sort_keys=True), time.time()),
+                )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return self.get(jid), True
+
+    def claim(self, worker: str) -> Job | None:
+        """Atomically move the oldest queued job to running for `worker`."""
+        with self._lock:
+            return self._one(
+                "UPDATE jobs SET state = 'running', started_at = ?, worker = ?, attempts = attempts + 1 "  # noqa: S608
+                "WHERE seq = (SELECT seq FROM jobs WHERE state = 'queued' ORDER BY seq LIMIT 1) "
+                f"AND state = 'queued' RETURNING {_COLUMNS}",
+                (time.time(), worker),
+            )
+
+    def finish(self, job_id: str, result: dict[str, Any]) -> bool:
+        """Store the result of a running job; False (result discarded) if it was cancelled meanwhile."""
+        with self._lock:
+            cur = self._db.execute(
+                "UPDATE jobs SET state = 'done', result_json = ?, finished_at = ? "
+                "WHERE id = ? AND state = 'running'",
+                (json.dumps(result), time.time(), job_id),
+            )
+            return cur.rowcount == 1
+
+    def release(self, job_id: str) -> bool:
+        """Put a running job back in the queue without counting the attempt (service shutting down)."""
+        with self._lock:
+            cur = self._db.execute(
+                "UPDATE jobs SET state = 'queued', started_at = NULL, worker = NULL, "
+                "attempts = MAX(attempts - 1, 0) WHERE id = ? AND state = 'running'",
+                (job_id,),
+            )
+            return cur.rowcount == 1
+
+    def cancel(self, job_id: str) -> Job | None:
+        """Cancel a queued or running job; done/cancelled jobs are returned unchanged. None if unknown."""
+        with self._lock:
+            self._db.execute(
+                "UPDATE jobs SET state = 'cancelled', finished_at = ? "
+                "WHERE id = ? AND state IN ('queued', 'running')",
+                (time.time(), job_id),
+            )
+            return self._one(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,))  # noqa: S608
+
+    def recover(self, crashed_result: Callable[[Job], dict[str, Any]]) -> tuple[int, list[dict[str, Any]]]:
+        """Requeue jobs left running by a dead service; finish those started `max_attempts` times with
+        `crashed_result(job)`. Returns (jobs requeued, crashed results stored)."""
+        requeued, crashed = 0, []
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                rows = self._db.execute(
+                    f"SELECT {_COLUMNS} FROM jobs WHERE state = 'running'"  # noqa: S608
+                ).fetchall()
+                for job in map(_job, rows):
+                    if job.attempts >= self.max_attempts:
+                        result = crashed_result(job)
+                        self._db.execute(
+                            "UPDATE jobs SET state = 'done', result_json = ?, finished_at = ? WHERE id = ?",
+                            (json.dumps(result), time.time(), job.id),
+                        )
+                        crashed.append(result)
+                    else:
+                        self._db.execute(
+                            "UPDATE jobs SET state = 'queued', started_at = NULL, worker = NULL WHERE id = ?",
+                            (job.id,),
+                        )
+                        requeued += 1
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return requeued, crashed
+
+    def get(self, job_id: str) -> Job | None:
+        with self._lock:
+            return self._one(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,))  # noqa: S608
+
+    def state(self, job_id: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT state FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        return row[0] if row else None
+
+    def recent(self, limit: int = 50, state: str | None = None) -> list[Job]:
+        with self._lock:
+            if state is None:
+                rows = self._db.execute(
+                    f"SELECT {_COLUMNS} FROM jobs ORDER BY seq DESC LIMIT ?", (limit,)  # noqa: S608
+                ).fetchall()
+            else:
+                rows = self._db.execute(
+                    f"SELECT {_COLUMNS} FROM jobs WHERE state = ? ORDER BY seq DESC LIMIT ?",  # noqa: S608
+                    (state, limit),
+                ).fetchall()
+        return [_job(r) for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            rows = self._db.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall()
+        return {s: 0 for s in STATES} | dict(rows)

@@ -1,0 +1,81 @@
+"""Options of one evaluation (`EvalOptions`) with KernelBench's defaults; serialisable for the child process."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+GIB = 1 << 30
+MIB = 1 << 20
+
+# KernelBench tolerances (atol == rtol) by output dtype; the legacy harness used 1e-2 for everything.
+TOLERANCES = {"float32": 1e-4, "float64": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
+LEGACY_TOLERANCE = 1e-2
+DEVICES = ("auto", "cuda", "cpu")
+
+
+@dataclass(frozen=True)
+class TimingOptions:
+    """Adaptive CUDA-event timing: stop after min_trials once the relative standard error of the median is
+    below target_rel_err, or when time_budget_s is spent, or at max_trials."""
+
+    warmup: int = 5  # untimed calls after the correctness trials (autotuning and lazy init happened there)
+    min_trials: int = 100
+    max_trials: int = 1000
+    time_budget_s: float = 10.0  # per timed model (ModelNew and Model each)
+    target_rel_err: float = 0.01
+    l2_flush: bool = True
+    l2_flush_bytes: int = 256 * MIB
+    method: str = "cuda_events"  # or "do_bench" (triton.testing.do_bench median, for cross-checks)
+
+    def __post_init__(self) -> None:
+        if self.min_trials < 1 or self.max_trials < self.min_trials:
+            raise ValueError(f"timing: need 1 <= min_trials <= max_trials, got {self.min_trials}, {self.max_trials}")
+        if self.method not in ("cuda_events", "do_bench"):
+            raise ValueError(f"timing: unknown method {self.method!r}")
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    device: str = "auto"  # auto | cuda | cpu (cpu runs Triton through TRITON_INTERPRET=1, no timing)
+    timeout_s: float = 180.0
+    trials: int = 5  # correctness trials, each with fresh inputs
+    legacy_tolerance: bool = False  # 1e-2 for every dtype instead of KernelBench's per-dtype values
+    atol: float | None = None  # overrides the per-dtype tolerance when set
+    rtol: float | None = None
+    seed: int = 42
+    timing: TimingOptions = TimingOptions()
+    memory_limit_bytes: int = 16 * GIB  # host memory of the job's process tree
+    output_cap_bytes: int = 1 * MIB  # stdout/stderr kept per stream (head and tail)
+    file_size_limit_bytes: int = 1 * GIB  # largest file the program may write
+    nproc_extra: int = 1024  # tasks the job may add to the user's current count (RLIMIT_NPROC)
+    triton_cache_dir: str | None = None  # None: fresh per job; else shared, one subfolder per program hash
+    visible_devices: str | None = None  # CUDA_VISIBLE_DEVICES for the job; None keeps the parent's
+    work_root: str | None = None  # where job temp dirs are made; None: the system temp dir
+
+    def __post_init__(self) -> None:
+        if self.device not in DEVICES:
+            raise ValueError(f"device must be one of {DEVICES}, got {self.device!r}")
+        if self.timeout_s <= 0 or self.trials < 1:
+            raise ValueError(f"need timeout_s > 0 and trials >= 1, got {self.timeout_s}, {self.trials}")
+
+    def tolerance(self, dtype_name: str) -> tuple[float, float]:
+        """(atol, rtol) for an output of this dtype (`torch.float32` or `float32`)."""
+        name = dtype_name.removeprefix("torch.")
+        base = LEGACY_TOLERANCE if self.legacy_tolerance else TOLERANCES.get(name, LEGACY_TOLERANCE)
+        return (self.atol if self.atol is not None else base, self.rtol if self.rtol is not None else base)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EvalOptions:
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - names
+        if unknown:
+            raise ValueError(f"unknown eval options: {sorted(unknown)}")
+        kw = dict(d)
+        if isinstance(kw.get("timing"), dict):
+            kw["timing"] = TimingOptions(**kw["timing"])
+        return cls(**kw)

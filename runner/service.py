@@ -1,0 +1,341 @@
+"""`python -m runner serve`: the local runner service (stdlib `ThreadingHTTPServer`, JSON over HTTP).
+
+API (design §3b): `GET /health` (open), `POST /jobs` `{"row_id": ...}` or `{"program": "..."}` plus options
+`device` (auto|cuda|cpu), `timeout_s`, `trials`, `force` -> `{"id", "state"}`; `GET /jobs/{id}` ->
+`{"id", "state", "result", ...}`; `GET /jobs?limit=N&state=S`; `DELETE /jobs/{id}` cancels (a running job's
+sandbox is killed). Errors are JSON `{"error": "..."}` with 400/401/404/405/413.
+
+Security:
+- Every request except `GET /health` needs `Authorization: Bearer <token>` (compared in constant time).
+- The token comes from `TLX_RUNNER_TOKEN`. Without it, the service refuses to listen on a non-loopback host; on
+  a loopback host it generates a random token, writes it to `RUNS_DIR/runner.token` (mode 0600; the `submit`
+  command reads it from there) and prints that path, never the token itself.
+- One service per runs directory (`RUNS_DIR/runner.lock`), so recovering jobs left `running` by a dead service
+  can never requeue a job that another live service is running.
+
+Jobs live in `RUNS_DIR/runner.sqlite3` (see `runner.jobs`), finished results are also appended to
+`RUNS_DIR/results/service-<host>-<pid>.jsonl`. SIGTERM/SIGINT: stop accepting, let running jobs finish for
+`--grace` seconds, then kill their sandboxes and put them back in the queue for the next start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hmac
+import ipaddress
+import json
+import os
+import secrets
+import signal
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from runner.jobs import JobStore
+from runner.results_log import ResultsLog, default_writer
+from runner.rows import RowNotFound, StoreUnavailable, load_program
+from runner.run_keys import run_settings, stamp
+from runner.workers import Evaluator, Slot, WorkerPool, crashed_result, make_slots, sandbox_evaluator
+
+MAX_BODY_BYTES = 4 * 1024 * 1024
+MAX_TIMEOUT_S = 3600.0
+MAX_TRIALS = 100
+_OPTION_KEYS = {"device", "timeout_s", "trials", "force"}
+
+
+class BadRequest(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def parse_options(body: dict[str, Any], has_gpu: bool) -> tuple[dict[str, Any], bool]:
+    """Validate the option fields of a POST /jobs body -> (evaluation options with defaults filled, force)."""
+    device = body.get("device", "auto")
+    if device not in ("auto", "cuda", "cpu"):
+        raise BadRequest(400, f"device must be 'auto', 'cuda' or 'cpu', not {device!r}")
+    if device == "cuda" and not has_gpu:
+        raise BadRequest(400, "device 'cuda' asked, but this runner has no GPU")
+    timeout_s, trials = body.get("timeout_s"), body.get("trials")
+    if timeout_s is not None and (
+        isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0 < timeout_s <= MAX_TIMEOUT_S
+    ):
+        raise BadRequest(400, f"timeout_s must be a number in (0, {MAX_TIMEOUT_S:g}], not {timeout_s!r}")
+    if trials is not None and (isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= MAX_TRIALS):
+        raise BadRequest(400, f"trials must be an integer in [1, {MAX_TRIALS}], not {trials!r}")
+    if device == "auto":
+        device = "cuda" if has_gpu else "cpu"
+    options = run_settings(device, timeout_s, trials)
+    force = body.get("force", False)
+    if not isinstance(force, bool):
+        raise BadRequest(400, f"force must be true or false, not {force!r}")
+    return options, force
+
+
+class RunnerService:
+    """The state behind the HTTP handler: job store, results log, workers."""
+
+    def __init__(self, runs_dir: Path, store: Path | None, slots: list[Slot], evaluate: Evaluator, token: str):
+        self.runs_dir = Path(runs_dir)
+        self.store = store
+        self.slots = slots
+        self.token = token
+        self.started_at = time.time()
+        self.jobs = JobStore(self.runs_dir / "runner.sqlite3")
+        self.log = ResultsLog(self.runs_dir, default_writer("service"))
+        self.pool = WorkerPool(self.jobs, self.log, slots, evaluate)
+        self.has_gpu = any(s.device == "cuda" for s in slots)
+
+    def start(self) -> dict[str, int]:
+        """Recover what a dead service left running, then start the workers."""
+
+        def gave_up(job) -> dict[str, Any]:
+            message = f"the runner service died {job.attempts} times while running this job"
+            return stamp(crashed_result(job, message), job.options)
+
+        requeued, crashed = self.jobs.recover(gave_up)
+        for result in crashed:
+            self.log.append(result)
+        self.pool.start()
+        return {"requeued": requeued, "crashed": len(crashed)}
+
+    def stop(self, grace_s: float) -> None:
+        self.pool.stop(grace_s)
+        self.jobs.close()
+
+    def authorized(self, header: str | None) -> bool:
+        scheme, _, given = (header or "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), self.token.encode())
+
+    def health(self) -> dict[str, Any]:
+        versions = {"python": sys.version.split()[0]}
+        for pkg in ("torch", "triton"):
+            try:
+                versions[pkg] = metadata.version(pkg)
+            except metadata.PackageNotFoundError:
+                versions[pkg] = None
+        counts = self.jobs.counts()
+        running = self.pool.running()
+        return {
+            "status": "ok",
+            "hostname": socket.gethostname(),
+            "device": "cuda" if self.has_gpu else "cpu-interpreter",
+            "gpus": [s.gpu_name for s in self.slots if s.device == "cuda"],
+            "versions": versions,
+            "queue_length": counts["queued"],
+            "running": counts["running"],
+            "jobs": counts,
+            "workers": [{"name": s.name, "device": s.device, "job": running.get(s.name)} for s in self.slots],
+            "uptime_s": round(time.time() - self.started_at, 1),
+        }
+
+    def submit(self, body: Any) -> tuple[int, dict[str, Any]]:
+        if not isinstance(body, dict):
+            raise BadRequest(400, "the request body must be a JSON object")
+        unknown = set(body) - _OPTION_KEYS - {"row_id", "program"}
+        if unknown:
+            raise BadRequest(400, f"unknown field(s): {', '.join(sorted(unknown))}")
+        row_id, program = body.get("row_id"), body.get("program")
+        if (row_id is None) == (program is None):
+            raise BadRequest(400, "give exactly one of 'row_id' or 'program'")
+        options, force = parse_options(body, self.has_gpu)
+        if row_id is not None:
+            if not isinstance(row_id, str) or not row_id:
+                raise BadRequest(400, "row_id must be a non-empty string such as 'train/000123'")
+            try:
+                program = load_program(self.store, row_id)
+            except RowNotFound as e:
+                raise BadRequest(404, str(e)) from None
+            except StoreUnavailable as e:
+                raise BadRequest(503, str(e)) from None
+        elif not isinstance(program, str) or not program.strip():
+            raise BadRequest(400, "program must be a non-empty string")
+        job, created = self.jobs.submit(program, options, row_id=row_id, force=force)
+        if created:
+            self.pool.wake()
+        return (201 if created else 200), {"id": job.id, "state": job.state, "created": created}
+
+    def cancel(self, job_id: str) -> dict[str, Any]:
+        job = self.jobs.cancel(job_id)
+        if job is None:
+            raise BadRequest(404, f"no job {job_id!r}")
+        self.pool.cancel_running(job_id)
+        return job.summary()
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "tlx-runner/1"
+    protocol_version = "HTTP/1.1"
+    service: RunnerService  # set on the subclass built in `make_server`
+
+    def log_message(self, format: str, *args: Any) -> None:
+        sys.stderr.write(f"[runner] {self.address_string()} {format % args}\n")
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "no-store")
+        if status == 401:
+            self.send_header("WWW-Authenticate", 'Bearer realm="tlx-runner"')
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _read_json(self) -> Any:
+        length = self.headers.get("Content-Length")
+        if length is None or not length.isdigit():
+            raise BadRequest(411, "a JSON body with a Content-Length header is required")
+        if int(length) > MAX_BODY_BYTES:
+            self.close_connection = True
+            raise BadRequest(413, f"request body over {MAX_BODY_BYTES} bytes")
+        raw = self.rfile.read(int(length))
+        try:
+            return json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise BadRequest(400, f"request body is not valid JSON: {e}") from None
+
+    def _dispatch(self, method: str) -> None:
+        url = urlsplit(self.path)
+        parts = [p for p in url.path.split("/") if p]
+        try:
+            if method == "GET" and parts == ["health"]:
+                return self._send(200, self.service.health())
+            if not self.service.authorized(self.headers.get("Authorization")):
+                return self._send(401, {"error": "missing or wrong bearer token"})
+            if parts == ["jobs"] and method == "POST":
+                status, payload = self.service.submit(self._read_json())
+                return self._send(status, payload)
+            if parts == ["jobs"] and method == "GET":
+                return self._send(200, {"jobs": self._recent(parse_qs(url.query))})
+            if len(parts) == 2 and parts[0] == "jobs" and method in ("GET", "DELETE"):
+                if method == "DELETE":
+                    return self._send(200, self.service.cancel(parts[1]))
+                job = self.service.jobs.get(parts[1])
+                if job is None:
+                    raise BadRequest(404, f"no job {parts[1]!r}")
+                return self._send(200, job.summary())
+            if parts in (["health"], ["jobs"]) or (len(parts) == 2 and parts[0] == "jobs"):
+                raise BadRequest(405, f"{method} not allowed on {url.path}")
+            raise BadRequest(404, f"no such endpoint: {url.path}")
+        except BadRequest as e:
+            self._send(e.status, {"error": str(e)})
+
+    def _recent(self, query: dict[str, list[str]]) -> list[dict[str, Any]]:
+        raw_limit = query.get("limit", ["50"])[-1]
+        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 1000:
+            raise BadRequest(400, f"limit must be an integer in [1, 1000], not {raw_limit!r}")
+        state = query.get("state", [None])[-1]
+        if state not in (None, "queued", "running", "done", "cancelled"):
+            raise BadRequest(400, f"unknown state {state!r}")
+        return [j.summary() for j in self.service.jobs.recent(int(raw_limit), state)]
+
+    def do_GET(self) -> None:  # stdlib naming
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    def do_PUT(self) -> None:
+        self._dispatch("PUT")
+
+
+def make_server(service: RunnerService, host: str, port: int) -> ThreadingHTTPServer:
+    handler = type("BoundHandler", (Handler,), {"service": service})
+    server = ThreadingHTTPServer((host, port), handler)
+    server.daemon_threads = True
+    return server
+
+
+def resolve_token(host: str, runs_dir: Path) -> str:
+    """The service token (see the module docstring); raises SystemExit when none may be generated."""
+    token = os.environ.get("TLX_RUNNER_TOKEN", "").strip()
+    if token:
+        return token
+    if not is_loopback(host):
+        raise SystemExit(f"serve: refusing to listen on non-loopback host {host!r} without TLX_RUNNER_TOKEN")
+    token = secrets.token_urlsafe(32)
+    path = runs_dir / "runner.token"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(token + "\n")
+    os.chmod(path, 0o600)
+    print(f"[runner] no TLX_RUNNER_TOKEN: generated one in {path} "
+          f"(export TLX_RUNNER_TOKEN=$(cat {path}))", file=sys.stderr)
+    return token
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--store", type=Path, default=None, help="store for row ids (default TLX_STORE)")
+    parser.add_argument("--runs-dir", type=Path, default=None, help="jobs DB and results (default TLX_RUNS_DIR)")
+    parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
+                        help="auto: one worker per visible GPU, else CPU interpreter workers")
+    parser.add_argument("--cpu-workers", type=int, default=1, help="interpreter workers when there is no GPU")
+    parser.add_argument("--grace", type=float, default=10.0, help="seconds running jobs get on shutdown")
+
+
+def main(args: argparse.Namespace) -> int:
+    from queries.settings import load_settings  # stdlib-only
+
+    settings = load_settings()
+    runs_dir = (args.runs_dir or settings.runs_dir).expanduser()
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    lock = open(runs_dir / "runner.lock", "w")  # held for the life of the service
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"serve: another runner service already uses {runs_dir}", file=sys.stderr)
+        return 1
+    token = resolve_token(args.host, runs_dir)
+    try:
+        slots = make_slots(args.device, args.cpu_workers)
+    except (RuntimeError, ValueError) as e:
+        print(f"serve: {e}", file=sys.stderr)
+        return 1
+    store = args.store or (None if settings.store_is_sample else settings.store)
+    service = RunnerService(runs_dir, store, slots, sandbox_evaluator, token)
+    try:
+        server = make_server(service, args.host, args.port)
+    except OSError as e:
+        print(f"serve: cannot listen on {args.host}:{args.port}: {e}", file=sys.stderr)
+        return 1
+    recovered = service.start()
+
+    def shutdown(signum: int, _frame: Any) -> None:
+        print(f"[runner] {signal.Signals(signum).name}: shutting down", file=sys.stderr)
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, shutdown)
+    signal.signal(signal.SIGINT, shutdown)
+    host, port = server.server_address[:2]
+    print(f"[runner] listening on http://{host}:{port} ({len(slots)} worker(s): "
+          f"{', '.join(s.name for s in slots)}; recovered {recovered})", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever(poll_interval=0.5)
+    finally:
+        server.server_close()
+        service.stop(args.grace)
+        lock.close()
+        print("[runner] stopped", file=sys.stderr)
+    return 0

@@ -1,0 +1,186 @@
+"""Worker threads of the runner service: one per visible GPU, or one CPU (Triton interpreter) worker.
+
+The service process never initialises CUDA: GPUs are counted in a child process (`detect_gpus`), and each job's
+sandbox subprocess gets its GPU through `CUDA_VISIBLE_DEVICES`. A worker claims a job from the `JobStore`, runs
+the evaluator (by default `runner.sandbox.evaluate_in_sandbox`), stores the result and appends it to the results
+log. A job cancelled while running has its sandbox killed through the `cancel` event the evaluator receives; a
+result that still arrives for a cancelled job is discarded (neither stored nor logged).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from runner.jobs import Job, JobStore
+from runner.results_log import ResultsLog
+from runner.run_keys import stamp
+
+_GPU_PROBE = (
+    "import json, torch\n"
+    "n = torch.cuda.device_count() if torch.cuda.is_available() else 0\n"
+    "print(json.dumps([torch.cuda.get_device_name(i) for i in range(n)]))\n"
+)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where one worker runs its jobs."""
+
+    name: str  # "gpu0", "cpu0"
+    device: str  # "cuda" or "cpu"
+    visible_devices: str | None  # CUDA_VISIBLE_DEVICES for the sandbox ("" hides GPUs)
+    gpu_name: str | None = None
+
+
+Evaluator = Callable[[Job, Slot, threading.Event], dict[str, Any]]
+
+
+def detect_gpus(timeout: float = 120.0) -> list[str]:
+    """Names of the GPUs this process may use (honours CUDA_VISIBLE_DEVICES), found in a child process."""
+    if shutil.which("nvidia-smi") is None and not os.path.exists("/dev/nvidiactl"):
+        return []
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", _GPU_PROBE], capture_output=True, text=True, timeout=timeout, check=True
+        ).stdout
+        names = json.loads(out.strip().splitlines()[-1])
+    except (subprocess.SubprocessError, OSError, ValueError, IndexError):
+        return []
+    return [str(n) for n in names]
+
+
+def make_slots(device: str = "auto", cpu_workers: int = 1, gpus: list[str] | None = None) -> list[Slot]:
+    """One slot per GPU for `cuda`/`auto` with GPUs; else `cpu_workers` interpreter slots."""
+    if device not in ("auto", "cuda", "cpu"):
+        raise ValueError(f"device must be auto, cuda or cpu, not {device!r}")
+    if gpus is None:
+        gpus = detect_gpus() if device != "cpu" else []
+    if device == "cuda" and not gpus:
+        raise RuntimeError("--device cuda: no CUDA GPU is visible to this process")
+    if device != "cpu" and gpus:
+        parent = os.environ.get("CUDA_VISIBLE_DEVICES")
+        physical = [p.strip() for p in parent.split(",")] if parent else [str(i) for i in range(len(gpus))]
+        return [Slot(f"gpu{i}", "cuda", physical[i], name) for i, name in enumerate(gpus)]
+    return [Slot(f"cpu{i}", "cpu", "") for i in range(max(1, cpu_workers))]
+
+
+class WorkerPool:
+    """Threads that drain the job store, one per slot."""
+
+    def __init__(
+        self, jobs: JobStore, log: ResultsLog, slots: list[Slot], evaluate: Evaluator, *, poll_s: float = 0.5
+    ):
+        self.jobs = jobs
+        self.log = log
+        self.slots = slots
+        self.evaluate = evaluate
+        self.poll_s = poll_s
+        self._stop = threading.Event()
+        self._wake = threading.Condition()
+        self._current: dict[str, tuple[str, threading.Event]] = {}
+        self._current_lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for slot in self.slots:
+            t = threading.Thread(target=self._loop, args=(slot,), name=f"runner-{slot.name}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def wake(self) -> None:
+        """Tell idle workers that a job was queued."""
+        with self._wake:
+            self._wake.notify_all()
+
+    def running(self) -> dict[str, str]:
+        """slot name -> id of the job it runs."""
+        with self._current_lock:
+            return {slot: jid for slot, (jid, _) in self._current.items()}
+
+    def cancel_running(self, job_id: str) -> bool:
+        """Kill the sandbox of a running job (the job store already says cancelled)."""
+        with self._current_lock:
+            for jid, event in self._current.values():
+                if jid == job_id:
+                    event.set()
+                    return True
+        return False
+
+    def stop(self, grace_s: float = 10.0) -> None:
+        """Stop claiming; after `grace_s`, kill the sandboxes still running and put their jobs back in the queue."""
+        self._stop.set()
+        self.wake()
+        deadline = time.monotonic() + grace_s
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+        with self._current_lock:
+            leftovers = list(self._current.values())
+        for jid, event in leftovers:
+            self.jobs.release(jid)
+            event.set()
+        for t in self._threads:
+            t.join(5.0)
+
+    def _loop(self, slot: Slot) -> None:
+        worker = f"{self.log.path.stem}/{slot.name}"
+        while not self._stop.is_set():
+            job = self.jobs.claim(worker)
+            if job is None:
+                with self._wake:
+                    self._wake.wait(self.poll_s)
+                continue
+            cancel = threading.Event()
+            with self._current_lock:
+                self._current[slot.name] = (job.id, cancel)
+            try:
+                result = self._run(job, slot, cancel)
+            finally:
+                with self._current_lock:
+                    self._current.pop(slot.name, None)
+            stamp(result, job.options)
+            if self.jobs.finish(job.id, result):
+                self.log.append(result)
+
+    def _run(self, job: Job, slot: Slot, cancel: threading.Event) -> dict[str, Any]:
+        started = time.monotonic()
+        try:
+            return self.evaluate(job, slot, cancel)
+        except Exception as e:  # the evaluator must not raise; if it does, the job still gets a verdict
+            return crashed_result(
+                job, f"runner internal error: {type(e).__name__}: {e}", time.monotonic() - started,
+                tb=traceback.format_exc(limit=20),
+            )
+
+
+def crashed_result(job: Job, message: str, duration_s: float = 0.0, tb: str | None = None) -> dict[str, Any]:
+    """A `crashed` run result for a job whose evaluation never produced a verdict."""
+    from runner.result import ErrorType, RunResult
+
+    return RunResult.failure(
+        job.row_id or job.program_sha256, ErrorType.CRASHED, message,
+        traceback=tb, device=job.options.get("device", ""), row_id=job.row_id,
+        program_sha256=job.program_sha256, duration_s=round(duration_s, 3),
+        finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    ).to_dict()
+
+
+def sandbox_evaluator(job: Job, slot: Slot, cancel: threading.Event) -> dict[str, Any]:
+    """The service's evaluator: the job's program in a fresh sandbox subprocess on the worker's slot."""
+    from runner.cancellable import evaluate_cancellable
+
+    visible = "" if job.options.get("device") == "cpu" else slot.visible_devices
+    return evaluate_cancellable(
+        job.program, job.options, result_id=job.row_id or job.program_sha256, row_id=job.row_id,
+        visible_devices=visible, cancel=cancel,
+    )

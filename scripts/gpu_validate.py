@@ -1,0 +1,168 @@
+"""Re-run the sample rows on a GPU and measure how stable the runner's figures are.
+
+    python scripts/gpu_validate.py --sample data/sample --out DIR [--limit N] [--parallel G] [--budget-s S]
+
+Every row (ids `split/000123` from `SAMPLE/<split>.parquet`) is evaluated through `evaluate_in_sandbox`
+`--repeats` times (a shared Triton cache makes re-runs warm); each correct candidate is also timed once with
+`triton.testing.do_bench` in its own sandboxed process (same seed, same inputs). Writes DIR/results.jsonl (one
+run result per line), DIR/summary.tsv (per row: median of the runs' medians, CV across runs, do_bench agreement,
+per-run overhead beyond the timing loops) and DIR/summary.json. Needs stdlib + torch + triton + pyarrow only;
+stops starting work when the time budget is spent."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from queue import Empty, Queue
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from runner.options import EvalOptions, TimingOptions  # noqa: E402
+from runner.result import RunResult  # noqa: E402
+from runner.sandbox import evaluate_in_sandbox  # noqa: E402
+
+COLUMNS = ("id", "label_y", "verdicts", "median_ms", "cv_runs", "do_bench_ms", "do_bench_agree_pct",
+           "overhead_s", "speedup")
+
+
+def load_rows(sample: Path) -> list[tuple[str, str, float | None]]:
+    import pyarrow.parquet as pq
+
+    files = sorted(sample.glob("*.parquet"))
+    if not files:
+        raise SystemExit(f"error: no Parquet files in {sample}")
+    rows = []
+    for f in files:
+        table = pq.read_table(f, columns=["x", "y"])
+        for i, (x, y) in enumerate(zip(table["x"].to_pylist(), table["y"].to_pylist(), strict=True)):
+            rows.append((f"{f.stem}/{i:06d}", x, y))
+    return rows
+
+
+def overhead_s(r: RunResult) -> float | None:
+    if r.duration_s is None or not (r.timing and r.ref_timing):
+        return None
+    return r.duration_s - (r.timing.loop_s or 0.0) - (r.ref_timing.loop_s or 0.0)
+
+
+def summarize_row(row_id: str, y: float | None, runs: list[RunResult], bench: RunResult | None) -> dict:
+    medians = [r.timing.median_ms for r in runs if r.ok and r.timing]
+    med = statistics.median(medians) if medians else None
+    cv = statistics.stdev(medians) / statistics.fmean(medians) if len(medians) > 1 else None
+    bench_ms = bench.timing.median_ms if bench and bench.ok and bench.timing else None
+    overheads = [o for o in map(overhead_s, runs[1:] or runs) if o is not None]  # re-runs: warm cache
+    speedups = [r.speedup for r in runs if r.speedup]
+    return {
+        "id": row_id, "label_y": y, "verdicts": ",".join(r.error_type or "ok" for r in runs),
+        "median_ms": med, "cv_runs": cv, "do_bench_ms": bench_ms,
+        "do_bench_agree_pct": 100.0 * (bench_ms - med) / med if bench_ms and med else None,
+        "overhead_s": statistics.median(overheads) if overheads else None,
+        "speedup": statistics.median(speedups) if speedups else None,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sample", type=Path, default=Path("data/sample"))
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--limit", type=int, default=None, help="rows to take (in file order)")
+    ap.add_argument("--parallel", type=int, default=None, help="rows at once, one GPU each (default: all GPUs)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--budget-s", type=float, default=450.0, help="start no work after this many seconds")
+    ap.add_argument("--timeout", type=float, default=120.0, help="per evaluation")
+    ap.add_argument("--time-budget-s", type=float, default=5.0, help="timing loop budget per model")
+    args = ap.parse_args()
+
+    import torch
+
+    gpus = torch.cuda.device_count()
+    if gpus == 0:
+        print("warning: no CUDA device; evaluations run on the CPU interpreter without timing", file=sys.stderr)
+    parallel = max(1, min(args.parallel or gpus or 1, gpus or 1))
+    rows = load_rows(args.sample)[: args.limit]
+    args.out.mkdir(parents=True, exist_ok=True)
+    base = EvalOptions(timeout_s=args.timeout, triton_cache_dir=str(args.out / "triton-cache"),
+                       timing=TimingOptions(time_budget_s=args.time_budget_s))
+    deadline = time.monotonic() + args.budget_s
+    queue: Queue = Queue()
+    for row in rows:
+        queue.put(row)
+    lock = threading.Lock()
+    summaries: list[dict] = []
+    results_file = (args.out / "results.jsonl").open("w")
+
+    def evaluate(program: str, opts: EvalOptions, row_id: str) -> RunResult | None:
+        left = deadline - time.monotonic()
+        if left < 5:
+            return None
+        r = evaluate_in_sandbox(program, replace(opts, timeout_s=min(opts.timeout_s, left)), result_id=row_id, row_id=row_id)
+        with lock:
+            results_file.write(json.dumps(r.to_dict()) + "\n")
+            results_file.flush()
+        return r
+
+    def worker(slot: int) -> None:
+        opts = replace(base, visible_devices=str(slot)) if gpus > 1 else base
+        while True:
+            try:
+                row_id, program, y = queue.get_nowait()
+            except Empty:
+                return
+            runs = [r for r in (evaluate(program, opts, row_id) for _ in range(args.repeats)) if r]
+            if not runs:
+                return
+            bench = None
+            if runs[0].ok and runs[0].device == "cuda":
+                bench = evaluate(program, replace(opts, timing=replace(opts.timing, method="do_bench")), row_id)
+            s = summarize_row(row_id, y, runs, bench)
+            with lock:
+                summaries.append(s)
+                print("\t".join(_fmt(s[c]) for c in COLUMNS), flush=True)
+
+    print("\t".join(COLUMNS), flush=True)
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(parallel)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    results_file.close()
+    summaries.sort(key=lambda s: s["id"])
+    with (args.out / "summary.tsv").open("w") as fh:
+        fh.write("\t".join(COLUMNS) + "\n")
+        for s in summaries:
+            fh.write("\t".join(_fmt(s[c]) for c in COLUMNS) + "\n")
+    overall = aggregate(summaries, len(rows), parallel, gpus)
+    (args.out / "summary.json").write_text(json.dumps(overall, indent=2))
+    print(json.dumps(overall, indent=2))
+    return 0
+
+
+def aggregate(summaries: list[dict], rows: int, parallel: int, gpus: int) -> dict:
+    def med(key: str, absolute: bool = False) -> float | None:
+        vals = [abs(s[key]) if absolute else s[key] for s in summaries if s[key] is not None]
+        return statistics.median(vals) if vals else None
+
+    verdicts = Counter(v for s in summaries for v in s["verdicts"].split(","))
+    unstable = sum(1 for s in summaries if len(set(s["verdicts"].split(","))) > 1)
+    return {
+        "rows_planned": rows, "rows_done": len(summaries), "gpus": gpus, "parallel": parallel,
+        "verdicts": dict(verdicts), "rows_with_differing_verdicts": unstable,
+        "median_cv_runs": med("cv_runs"), "max_cv_runs": max((s["cv_runs"] for s in summaries if s["cv_runs"] is not None), default=None),
+        "median_abs_do_bench_agree_pct": med("do_bench_agree_pct", absolute=True),
+        "median_overhead_s": med("overhead_s"),
+    }
+
+
+def _fmt(v: object) -> str:
+    return "" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""Ingest and the store: layout, problem-id mapping, bad input accounting, atomic swap, one-row reads."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from queries.ingest import IngestError, ingest
+from queries.settings import REPO_ROOT, load_settings
+from queries.store import Store, StoreError, ensure_sample_store
+from tests.fixtures import PROBLEM_IDS, TEST, TRAIN, program, write_fixture_shard
+
+
+def _index(store: Path) -> dict[str, dict]:
+    return {r["id"]: r for r in pq.read_table(Path(store) / "index.parquet").to_pylist()}
+
+
+def test_fixture_store_matches_ground_truth(fixture_store):
+    index = _index(fixture_store)
+    assert len(index) == len(TRAIN) + len(TEST)
+    for split, rows in (("train", TRAIN), ("test", TEST)):
+        for i, (problem, *_, y, error) in enumerate(r[:6] for r in rows):
+            row = index[f"{split}/{i:06d}"]
+            assert (row["y"], row["ok"], row["static_error"]) == (y, y is not None, error)
+            pid, group = PROBLEM_IDS.get(problem, (None, None))
+            assert (row["problem_id"], row["holdout_group"]) == (pid, group)  # train rows mapped from test
+            assert row["level"] == (int(pid.split("_")[0]) if pid else None)
+    keys = {r["problem_key"] for r in index.values()}
+    assert len(keys) == 4
+    dup = [index[f"train/{i:06d}"]["candidate_key"] for i in (1, 2, 3)]
+    assert len(set(dup)) == 1 and index["train/000000"]["candidate_key"] not in dup
+
+
+def test_program_reads_one_row(fixture_store):
+    store = Store(fixture_store)
+    assert store.program("train/000006") == program(*TRAIN[6][:4])
+    assert store.program("test/000004") == program(*TEST[4][:4])
+    assert len(store.code_paths) == 2
+    code = pq.ParquetFile(store.code_paths[1])
+    assert code.metadata.num_row_groups > 1 and code.metadata.row_group(0).num_rows == 4
+    with pytest.raises(StoreError, match="no row 'train/000999'"):
+        store.program("train/000999")
+    with pytest.raises(StoreError, match="bad row id"):
+        store.program("nonsense")
+
+
+def test_meta_accounts_for_every_row(fixture_store):
+    meta = Store(fixture_store).meta
+    assert meta["rows_read"] == meta["rows_indexed"] + meta["rows_rejected"] == 15
+    assert [s["split"] for s in meta["sources"]] == ["test", "train"]
+
+
+def _broken_sources(folder: Path) -> dict[str, Path]:
+    folder.mkdir()
+    good = write_fixture_shard(folder / "good")
+    bad_rows = folder / "train-extra.parquet"  # null x, non-UTF-8 bytes, blank text, one good row
+    pq.write_table(pa.table({"x": pa.array([None, b"\xff\xfe bad", b"  ", program("relu").encode()], pa.binary()),
+                             "y": [1.0, 2.0, None, 3.0]}), bad_rows)
+    truncated = folder / "truncated.parquet"
+    truncated.write_bytes(good[0].read_bytes()[:-100])
+    empty = folder / "empty.parquet"
+    empty.write_bytes(b"")
+    wrong = folder / "wrong.parquet"
+    pq.write_table(pa.table({"x": [1, 2], "y": [1.0, 2.0]}), wrong)
+    missing = folder / "missing.parquet"
+    pq.write_table(pa.table({"code": ["a"], "y": [1.0]}), missing)
+    return {"good": good[0], "test": good[1], "rows": bad_rows, "truncated": truncated, "empty": empty,
+            "wrong": wrong, "missing": missing}
+
+
+def test_bad_files_fail_the_build_and_leave_the_store(tmp_path):
+    src = _broken_sources(tmp_path / "src")
+    store = tmp_path / "store"
+    ingest([str(src["good"])], store, progress=False)
+    before = (store / "meta.json").read_text()
+    messages = {
+        "truncated": "truncated.parquet: not a readable Parquet file",
+        "empty": "empty.parquet: empty file",
+        "wrong": "column 'x' has type int64",
+        "missing": "column 'x' missing",
+    }
+    for name, message in messages.items():
+        with pytest.raises(IngestError, match=message):
+            ingest([str(src["test"]), str(src[name])], store, progress=False)
+        assert (store / "meta.json").read_text() == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp dirs left
+
+
+def test_skip_bad_files_and_reject_rows(tmp_path):
+    src = _broken_sources(tmp_path / "src")
+    store = tmp_path / "store"
+    summary = ingest([str(p) for p in src.values()], store, progress=False, skip_bad_files=True)
+    assert summary["rows_read"] == len(TRAIN) + len(TEST) + 4
+    assert summary["rows_read"] == summary["rows_indexed"] + summary["rows_rejected"]
+    assert summary["reject_reasons"] == {"null_program": 1, "undecodable_text": 1, "empty_program": 1}
+    assert {(Path(r["file"]).name, r["row"], r["reason"]) for r in summary["rejects"]} == {
+        ("train-extra.parquet", 0, "null_program"), ("train-extra.parquet", 1, "undecodable_text"),
+        ("train-extra.parquet", 2, "empty_program")}
+    assert sorted(Path(b["file"]).name for b in summary["bad_files"]) == [
+        "empty.parquet", "missing.parquet", "truncated.parquet", "wrong.parquet"]
+    assert json.loads((store / "meta.json").read_text())["rows_rejected"] == 3
+    index = _index(store)
+    # train.parquet rows come first (sorted by path within the split), then train-extra's only good row
+    extra = index[f"train/{len(TRAIN) + 3:06d}"]
+    assert extra["source_file"] == "train-extra.parquet" and extra["y"] == 3.0
+    assert f"train/{len(TRAIN):06d}" not in index  # rejected rows keep their row number, unindexed
+    assert Store(store).program(extra["id"]) == program("relu")
+
+
+def test_huge_row_group_and_parallel_parse(tmp_path):
+    rows = 6000
+    texts = [program(("relu", "matmul")[i % 2], block=64 + i) for i in range(rows)]
+    src = tmp_path / "train.parquet"
+    pq.write_table(pa.table({"x": texts, "y": [float(i) for i in range(rows)]}), src, row_group_size=rows)
+    summary = ingest([str(src)], tmp_path / "store", progress=False, workers=2, batch_rows=500)
+    assert summary["rows_indexed"] == rows
+    store = Store(tmp_path / "store")
+    assert store.program("train/005999") == texts[-1]
+    assert len({r["candidate_key"] for r in _index(tmp_path / "store").values()}) == rows
+
+
+def test_cli_prints_summary_and_fails_clearly(tmp_path):
+    src = _broken_sources(tmp_path / "src")
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    ok = subprocess.run([sys.executable, "-m", "queries", "ingest", str(src["good"]), str(src["rows"]),
+                         "--store", str(tmp_path / "s")], capture_output=True, text=True, env=env)
+    assert ok.returncode == 0, ok.stderr
+    assert "14 rows read, 11 indexed, 3 rejected" in ok.stderr and "undecodable_text" in ok.stderr
+    bad = subprocess.run([sys.executable, "-m", "queries", "ingest", str(src["empty"]), "--store",
+                          str(tmp_path / "s2")], capture_output=True, text=True, env=env)
+    assert bad.returncode == 1 and "empty.parquet: empty file" in bad.stderr
+    assert not (tmp_path / "s2").exists()
+
+
+def test_store_errors(tmp_path):
+    with pytest.raises(StoreError, match="meta.json missing"):
+        Store(tmp_path)
+    (tmp_path / "meta.json").write_text("{broken")
+    with pytest.raises(StoreError, match="unreadable"):
+        Store(tmp_path)
+
+
+def test_ensure_sample_store_builds_and_refreshes(tmp_path, monkeypatch):
+    sample = tmp_path / "sample"
+    write_fixture_shard(sample)
+    monkeypatch.setattr("queries.store.SAMPLE_DIR", sample)
+    settings = load_settings({"TLX_CACHE_DIR": str(tmp_path / "cache")})
+    path = ensure_sample_store(settings)
+    assert Store(path).meta["sample"] is True and Store(path).rows == len(TRAIN) + len(TEST)
+    built = (path / "meta.json").stat().st_mtime_ns
+    assert ensure_sample_store(settings) == path and (path / "meta.json").stat().st_mtime_ns == built
+    os.utime(sample / "train.parquet", ns=(built + 10**9, built + 10**9))
+    ensure_sample_store(settings)
+    assert (path / "meta.json").stat().st_mtime_ns > built
+    monkeypatch.setattr("queries.store.SAMPLE_DIR", tmp_path / "nowhere")
+    with pytest.raises(StoreError, match="embedded sample is missing"):
+        ensure_sample_store(settings)
+    explicit = load_settings({"TLX_STORE": str(tmp_path / "mine")})
+    assert ensure_sample_store(explicit) == tmp_path / "mine"

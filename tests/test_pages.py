@@ -1,0 +1,195 @@
+"""AppTest checks of the explorer: every page on a small, an empty and a missing store; deep links; interactions;
+read-only mode; a re-run against a real runner service (CPU interpreter)."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.ui_services import runner_service
+from tests.ui_store import XSS_MARKER, build_store
+from ui import links
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+@pytest.fixture(scope="module")
+def ui_store(tmp_path_factory) -> Path:
+    return build_store(tmp_path_factory.mktemp("ui"))
+
+
+@pytest.fixture(scope="module")
+def empty_store(tmp_path_factory) -> Path:
+    return build_store(tmp_path_factory.mktemp("ui-empty"), empty=True)
+
+
+@pytest.fixture
+def env(monkeypatch, tmp_path):
+    """Point the app at a store; no runner reachable (a closed port) unless a test says otherwise."""
+
+    def use(store: Path, **extra: str) -> None:
+        monkeypatch.setenv("TLX_STORE", str(store))
+        monkeypatch.setenv("TLX_RUNS_DIR", str(tmp_path / "runs"))
+        monkeypatch.setenv("TLX_RUNNER_URL", "http://127.0.0.1:9")
+        monkeypatch.delenv("TLX_RUNNER_TOKEN", raising=False)
+        monkeypatch.delenv("TLX_READ_ONLY", raising=False)
+        for key, value in extra.items():
+            monkeypatch.setenv(key, value)
+
+    return use
+
+
+def open_page(page: str, **params: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=30)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.switch_page(links.page_file(page))
+    return at.run()
+
+
+def no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def diff_text(at: AppTest) -> str:
+    bodies = [h.proto.body for h in at.get("html")]
+    assert bodies, "no diff shown"
+    return "\n".join(bodies)
+
+
+def problem_key_of(store: Path, title_start: str) -> str:
+    import pyarrow.parquet as pq
+
+    index = pq.read_table(store / "index.parquet", columns=["problem_key", "title"]).to_pylist()
+    return next(r["problem_key"] for r in index if r["title"].startswith(title_start))
+
+
+ROW_PARAMS = {"problem": {}, "row": {"row": "train/000000"}, "search": {"q": "tl.load"}}
+
+
+@pytest.mark.parametrize("page", list(links.PAGES))
+def test_every_page_runs_on_the_fixture_store(page, env, fixture_store):
+    env(fixture_store)
+    at = open_page(page, **ROW_PARAMS.get(page, {}))
+    no_exception(at)
+    assert at.title, f"page {page} shows no title"
+    assert "rows" in at.sidebar.markdown[0].value  # the store banner
+
+
+@pytest.mark.parametrize("page", ["overview", "problems", "row", "failures", "sql"])
+@pytest.mark.parametrize("which", ["empty", "missing"])
+def test_pages_explain_an_empty_or_missing_store(page, which, env, empty_store, tmp_path):
+    env(empty_store if which == "empty" else tmp_path / "nowhere")
+    at = open_page(page, **ROW_PARAMS.get(page, {}))
+    no_exception(at)
+    assert at.title[0].value == "No usable store"
+    assert "python -m queries ingest" in at.code[0].value and "TLX_STORE" in at.code[0].value
+    assert ("no rows" if which == "empty" else "meta.json missing") in at.error[0].value
+
+
+def test_selecting_a_problem_shows_its_leaderboard(env, ui_store):
+    env(ui_store)
+    at = open_page("problem")
+    no_exception(at)
+    key = problem_key_of(ui_store, "Doubling")
+    at.selectbox(key="pick_problem").set_value(key).run()
+    no_exception(at)
+    assert at.query_params["problem"] == key
+    board = next(d.value for d in at.dataframe if "speedup_vs_median" in d.value.columns)
+    assert len(board) == 4  # four distinct candidates; the copies are folded
+    assert board["copies"].sum() == 9  # the Doubling rows with a label (3 test + 6 train)
+    assert list(board["y"]) == sorted(board["y"])
+    assert board["speedup_vs_median"].iloc[0] > 1
+
+
+def test_row_link_shows_escaped_side_by_side_diff(env, ui_store):
+    env(ui_store)
+    at = open_page("row", row="train/000002")  # the problem whose docstring holds <script>
+    no_exception(at)
+    text = diff_text(at)
+    plain = re.sub(r"<[^>]+>", "", text)
+    assert "class Model(nn.Module)" in plain and "class ModelNew(nn.Module)" in plain
+    assert "<script>window" not in text and "&lt;script&gt;window" in text
+    assert XSS_MARKER in at.code[-2].value  # the whole program, as text
+    assert "row=train%2F000002" in at.code[-1].value  # the copy-link box
+    assert "Re-run this program" not in [b.label for b in at.button]  # no runner reachable
+    assert "No runner service is reachable" in at.info[0].value
+
+
+def test_row_neighbours_follow_the_problem_ranking(env, ui_store):
+    env(ui_store)
+    at = open_page("row", row="train/000003")
+    no_exception(at)
+    targets = {p.proto.label: p.proto.page for p in at.get("page_link")}
+    assert set(targets) >= {"Problem", "Faster", "Slower"}
+
+
+def test_failures_filter_by_error_type(env, ui_store):
+    env(ui_store)
+    at = open_page("failures")
+    no_exception(at)
+    at.selectbox(key="fail_error").set_value("no_model_new").run()
+    no_exception(at)
+    assert at.query_params["error"] == "no_model_new"
+    examples = next(d.value for d in at.dataframe if "static_error" in d.value.columns)
+    assert len(examples) == 6 and set(examples["static_error"]) == {"no_model_new"}
+    assert "error=no_model_new" in at.code[-1].value
+
+
+def test_search_links_rows_and_reports_bad_patterns(env, ui_store):
+    env(ui_store)
+    at = open_page("search", q="Negation <script>")
+    no_exception(at)
+    hits = next(d.value for d in at.dataframe if "snippet" in d.value.columns)
+    assert len(hits) == 12 and all(h.startswith("row?row=") for h in hits["open"])
+    at = open_page("search", q="(unclosed", mode="regex")
+    no_exception(at)
+    assert "Cannot search" in at.error[0].value
+
+
+def test_sql_console_reports_errors(env, ui_store):
+    env(ui_store)
+    at = open_page("sql", sql="SELECT count(*) AS n FROM programs")
+    no_exception(at)
+    assert at.dataframe[0].value["n"].iloc[0] == 36
+    at = open_page("sql", sql="DROP TABLE programs")
+    no_exception(at)
+    assert at.error, "a write statement must be refused with a message"
+
+
+def test_read_only_mode_hides_rerun(env, ui_store):
+    env(ui_store, TLX_READ_ONLY="1")
+    at = open_page("row", row="train/000000")
+    no_exception(at)
+    assert not [s for s in at.subheader if s.value == "Re-run"]
+    assert "read-only" in " ".join(c.value for c in at.sidebar.caption)
+
+
+@pytest.fixture
+def runner(ui_store, tmp_path):
+    """A real runner service (CPU interpreter) with a token; yields (url, token, runs_dir)."""
+    runs = tmp_path / "runner-runs"
+    with runner_service(ui_store, runs) as (url, token):
+        yield url, token, runs
+
+
+def test_rerun_against_a_runner_service(env, ui_store, runner):
+    url, token, runs = runner
+    env(ui_store, TLX_RUNNER_URL=url, TLX_RUNNER_TOKEN=token, TLX_RUNS_DIR=str(runs))
+    at = open_page("row", row="train/000001")
+    no_exception(at)
+    at.button(key="rerun::train/000001").click().run()
+    no_exception(at)
+    deadline = time.monotonic() + 90
+    while not (at.success or at.error) and time.monotonic() < deadline:
+        time.sleep(1.0)
+        at.run()
+        no_exception(at)
+    verdicts = [e.value for e in [*at.success, *at.error]]
+    assert verdicts, "no verdict within 90 s"
+    assert "correct" in verdicts[0], verdicts  # the Doubling candidate is right
+    assert "cpu-interpreter" in " ".join(c.value for c in at.caption)

@@ -1,0 +1,162 @@
+"""parse_program: splitting, kernels, titles, static errors and fingerprints on tricky programs."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from queries.parse import parse_program
+from tests.fixtures import program
+
+REF = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+
+    def forward(self, x):
+        y = self.conv(x)
+        return torch.relu(y) + torch.sigmoid(y)
+
+
+def get_inputs():
+    return [torch.randn(2, 3, 8, 8)]
+
+
+def get_init_inputs():
+    return [3]
+'''
+
+
+def test_split_at_candidate_imports_keeps_reference_prefix():
+    x = program("relu")
+    p = parse_program(x)
+    assert p.mode == "ast" and p.static_error == "ok_static"
+    assert p.reference + p.candidate == x
+    assert "class Model(" in p.reference and "get_init_inputs" in p.reference and "triton" not in p.reference
+    assert p.candidate.lstrip().startswith("import torch\nimport triton")
+    assert [k.name for k in p.kernels] == ["k"] and not p.kernels[0].autotuned
+    assert p.kernels[0].source.startswith("@triton.jit\ndef k(") and "tl.store" in p.kernels[0].source
+    assert x.splitlines()[p.kernels[0].lineno - 1] == "@triton.jit"
+    assert p.title == "Simple model that performs a ReLU activation."
+
+
+def test_no_delimiter_helpers_used_only_by_candidate_move_with_it():
+    x = REF + '''
+BLOCK = 128
+
+
+def cdiv(a, b):
+    return (a + b - 1) // b
+
+
+from triton import jit, autotune, Config
+import triton.language as tl
+
+
+@autotune(configs=[Config({"B": 64})], key=["n"])
+@jit
+def fused(x_ptr, n, B: tl.constexpr):
+    pass
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        fused[(cdiv(x.numel(), BLOCK),)](x, x.numel())
+        return x
+'''
+    p = parse_program(x)
+    assert p.candidate.lstrip().startswith("BLOCK = 128")
+    assert p.reference.rstrip().endswith("return [3]")
+    assert [(k.name, k.autotuned) for k in p.kernels] == [("fused", True)]
+    assert p.title == "Conv2d, relu, sigmoid"  # no docstring: ops called in forward
+    assert p.static_error == "ok_static"
+
+
+def test_two_model_classes_and_triton_imported_first():
+    x = "import triton\nimport triton.language as tl\n" + REF + '''
+
+class Model(nn.Module):
+    """A copy inside the candidate."""
+
+
+@triton.jit(do_not_specialize=["n"])
+def outer(n):
+    @triton.jit
+    def inner(n):
+        pass
+    pass
+
+
+class ModelNew(Model):
+    pass
+'''
+    p = parse_program(x)
+    assert p.reference.startswith("import triton") and p.reference.count("class Model(") == 1
+    assert p.candidate.count("class Model(") == 1
+    assert [k.name for k in p.kernels] == ["outer", "inner"]
+    assert p.title == "Conv2d, relu, sigmoid"
+
+
+@pytest.mark.parametrize(
+    ("variant", "error"),
+    [("syntax", "syntax_error"), ("no_new", "no_model_new"), ("no_kernel", "no_triton_kernel")],
+)
+def test_static_errors(variant, error):
+    assert parse_program(program("relu", variant=variant)).static_error == error
+
+
+def test_no_reference_and_no_get_inputs():
+    cand = "import triton\n\n@triton.jit\ndef k(p):\n    pass\n\nclass ModelNew:\n    pass\n"
+    assert parse_program(cand).static_error == "no_reference"
+    no_inputs = REF.replace("def get_inputs", "def make_inputs") + cand
+    assert parse_program(no_inputs).static_error == "no_get_inputs"
+
+
+def test_syntax_error_falls_back_to_text_split():
+    x = program("matmul", kernel="mm", variant="syntax")
+    p = parse_program(x)
+    assert p.mode == "text" and p.static_error == "syntax_error"
+    assert p.reference + p.candidate == x
+    assert "import triton" not in p.reference and p.candidate.lstrip().startswith("import torch\nimport triton")
+    assert [k.name for k in p.kernels] == ["mm"] and p.kernels[0].source.rstrip().endswith("mask=mask)")
+    assert p.title == "Square matrix multiplication (C = A * A)."
+    # same problem as the rows that parse
+    assert p.problem_key == parse_program(program("matmul")).problem_key
+
+
+def test_garbage_does_not_raise():
+    for x in ["", "\x00\x01", "def (:", "class ModelNew(\n" * 50, "(" * 5000]:
+        p = parse_program(x)
+        assert p.static_error in {"syntax_error", "no_model_new"}
+        assert len(p.problem_key) == 16 and len(p.candidate_key) == 16
+
+
+def test_problem_key_stable_under_formatting_and_comments():
+    base = parse_program(program("relu"))
+    reformatted = program("relu").replace("return [torch.randn(N, N)]", "return [ torch.randn( N,N ) ]  # inputs")
+    reformatted = reformatted.replace('"""Simple model that performs a ReLU activation."""', '"""Other words."""')
+    other = parse_program(reformatted)
+    assert other.problem_key == base.problem_key
+    assert parse_program(program("relu", block=4096)).problem_key == base.problem_key
+    assert parse_program(program("relu", variant="comment")).candidate_key == parse_program(program("relu")).candidate_key
+
+
+def test_fingerprints_differ_between_problems_and_candidates():
+    keys = {parse_program(program(name)).problem_key for name in ("relu", "matmul", "softmax", "gelu")}
+    assert len(keys) == 4
+    assert parse_program(program("relu", block=512)).candidate_key != parse_program(program("relu")).candidate_key
+
+
+def test_large_program_parses_quickly():
+    filler = "".join(f"\n\n@triton.jit\ndef k{i}(p, n):\n    x = {i} + n\n    return x * 2\n" for i in range(6000))
+    x = program("softmax") + filler
+    assert len(x) > 300_000
+    started = time.perf_counter()
+    p = parse_program(x)
+    assert time.perf_counter() - started < 5
+    assert p.static_error == "ok_static" and len(p.kernels) == 6001

@@ -1,0 +1,193 @@
+"""Every question of `queries.api` on the fixture store, against answers worked out from the fixture rows."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+
+import pyarrow.parquet as pq
+import pytest
+
+from queries import api
+from queries.db import connect
+from queries.filters import Filters
+from queries.store import Store
+from tests.fixtures import TEST, TRAIN
+from tests.queries_helpers import fixture_rows, problem_keys, result, write_results
+
+
+def quantile_cont(values: list[float], q: float) -> float:
+    values = sorted(values)
+    pos = q * (len(values) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(values) - 1)
+    return values[lo] + (pos - lo) * (values[hi] - values[lo])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def empty_runs(tmp_path_factory):
+    """An empty runs folder for the whole module (one cached connection), not the user's."""
+    runs_dir = tmp_path_factory.mktemp("runs")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TLX_RUNS_DIR", str(runs_dir))
+        yield runs_dir
+
+
+@pytest.fixture(scope="module")
+def keys(fixture_store):
+    return problem_keys(fixture_store)
+
+
+def test_overview_totals_groups_quantiles(fixture_store):
+    rows = fixture_rows()
+    ys = [r["y"] for r in rows if r["y"] is not None]
+    o = api.overview(fixture_store)
+    assert o.totals["rows"] == 15 and o.totals["ok_rows"] == 10 and o.totals["failed_rows"] == 5
+    assert o.totals["problems"] == 4 and o.totals["train_rows"] == 10 and o.totals["test_rows"] == 5
+    assert o.totals["static_error_rows"] == 3
+    groups = {(g["split"], g["holdout_group"]): (g["rows"], g["failed_rows"]) for g in o.groups.to_pylist()}
+    assert groups[("test", "full_holdout")] == (2, 1)
+    assert groups[("test", "ninety_holdout")] == (2, 1)
+    assert groups[("train", None)] == (2, 1)  # softmax: no test problem to map onto
+    quantiles = dict(zip(o.y_quantiles["q"].to_pylist(), o.y_quantiles["y"].to_pylist(), strict=True))
+    assert quantiles[0.5] == pytest.approx(quantile_cont(ys, 0.5))
+    assert quantiles[0.0] == min(ys) and quantiles[1.0] == max(ys)
+    assert dict(zip(o.kernels["n_kernels"].to_pylist(), o.kernels["rows"].to_pylist(), strict=True)) == {0: 1, 1: 14}
+    test_only = api.overview(fixture_store, Filters(split="test", status="failed"))
+    assert test_only.totals["rows"] == 2 and test_only.totals["ok_rows"] == 0
+
+
+def test_problems_table(fixture_store, keys):
+    table = api.problems(fixture_store)
+    by_key = {r["problem_key"]: r for r in table.to_pylist()}
+    assert set(by_key) == set(keys.values())
+    relu = by_key[keys["relu"]]
+    relu_ys = [r["y"] for r in fixture_rows() if r["problem"] == "relu" and r["y"] is not None]
+    assert (relu["candidates"], relu["failures"], relu["distinct_candidates"]) == (7, 2, 5)
+    assert relu["failure_rate"] == pytest.approx(2 / 7)
+    assert relu["y_min"] == 0.007 and relu["y_max"] == 0.010
+    assert relu["y_p10"] == pytest.approx(quantile_cont(relu_ys, 0.1))
+    assert relu["y_median"] == pytest.approx(quantile_cont(relu_ys, 0.5))
+    assert relu["y_p90"] == pytest.approx(quantile_cont(relu_ys, 0.9))
+    assert relu["spread"] == pytest.approx(0.010 / 0.007)
+    assert relu["best_id"] == "test/000000" and relu["problem_id"] == "1_19"
+    assert relu["holdout_group"] == "full_holdout" and (relu["train_rows"], relu["test_rows"]) == (5, 2)
+    assert by_key[keys["softmax"]]["problem_id"] is None
+    assert table["problem_key"][0].as_py() == keys["relu"]  # most candidates first
+    ascending = api.problems(fixture_store, sort="y_min", descending=False, limit=2)
+    assert ascending["problem_key"].to_pylist() == [keys["relu"], keys["softmax"]]
+    test_only = {r["problem_key"]: r for r in api.problems(fixture_store, Filters(split="test")).to_pylist()}
+    assert set(test_only) == {keys["relu"], keys["matmul"], keys["gelu"]}
+    assert (test_only[keys["relu"]]["candidates"], test_only[keys["relu"]]["failures"]) == (2, 1)
+    with pytest.raises(ValueError, match="cannot sort"):
+        api.problems(fixture_store, sort="y; DROP TABLE programs")
+
+
+def test_problem_summary_latencies_fastest(fixture_store, keys):
+    summary = api.problem_summary(fixture_store, keys["matmul"])
+    assert summary["candidates"] == 4 and summary["best_id"] == "test/000002"
+    assert api.problem_summary(fixture_store, "0" * 16) is None
+    lat = api.problem_latencies(fixture_store, keys["relu"])
+    assert lat["id"].to_pylist() == ["test/000000", "train/000001", "train/000003", "train/000002",
+                                     "train/000000", "test/000001", "train/000004"]
+    assert lat.column_names[:4] == ["id", "y", "ok", "split"]
+    assert api.problem_latencies(fixture_store, keys["relu"], Filters(split="test")).num_rows == 2
+    fast = api.fastest(fixture_store, keys["relu"]).to_pylist()
+    assert [(r["id"], r["copies"]) for r in fast] == [("test/000000", 1), ("train/000001", 3), ("train/000000", 1)]
+    assert fast[1]["y_copies_max"] == 0.009
+    assert fast[0]["speedup_vs_median"] == pytest.approx(0.0085 / 0.007)
+    assert api.fastest(fixture_store, keys["relu"], k=1).num_rows == 1
+    train_only = api.fastest(fixture_store, keys["relu"], f=Filters(split="train")).to_pylist()
+    assert train_only[0]["id"] == "train/000001" and train_only[0]["speedup_vs_median"] == pytest.approx(0.00875 / 0.008)
+
+
+def test_failures_static_and_examples(fixture_store):
+    static = {(r["source"], r["error_type"]): (r["rows"], r["problems"])
+              for r in api.failures(fixture_store).to_pylist()}
+    assert static == {("static", "ok_static"): (3, 2), ("static", "syntax_error"): (1, 1),
+                      ("static", "no_model_new"): (1, 1)}
+    examples = api.failure_examples(fixture_store)
+    failed = sorted(r["id"] for r in fixture_rows() if r["y"] is None)
+    assert examples["id"].to_pylist() == failed
+    assert api.failure_examples(fixture_store, limit=2).num_rows == 2
+    only = api.failure_examples(fixture_store, Filters(error_type="syntax_error", error_source="static"))
+    assert only["id"].to_pylist() == ["train/000006"]
+
+
+def test_row_detail_and_neighbours(fixture_store):
+    detail = api.row(fixture_store, "train/000001")
+    assert detail.meta["y"] == 0.008 and detail.meta["split"] == "train"
+    assert (detail.prev_id, detail.next_id, detail.position, detail.problem_rows) == (
+        "test/000000", "train/000003", 2, 7)
+    assert detail.program == Store(fixture_store).program("train/000001")
+    assert "class ModelNew" in detail.parsed.candidate and "class Model(" in detail.parsed.reference
+    assert [k.name for k in detail.parsed.kernels] == ["relu_k"]
+    last = api.row(fixture_store, "train/000004")
+    assert last.next_id is None and last.prev_id == "test/000001" and last.position == 7
+    assert api.row(fixture_store, "train/999999") is None
+
+
+def test_overlap(fixture_store, keys):
+    rows = {r["problem_key"]: r for r in api.overlap(fixture_store).to_pylist()}
+    assert set(rows) == {keys["relu"], keys["matmul"]}
+    assert (rows[keys["relu"]]["train_rows"], rows[keys["relu"]]["test_rows"]) == (5, 2)
+    assert rows[keys["matmul"]]["holdout_group"] == "half_holdout"
+    summary = {r["holdout_group"]: r for r in api.overlap_summary(fixture_store).to_pylist()}
+    assert summary["ninety_holdout"]["overlapping_problems"] == 0
+    assert summary["full_holdout"]["train_rows_of_overlapping"] == 5
+
+
+def test_runs_joined_with_labels(fixture_store, keys, tmp_path, monkeypatch):
+    runs_dir = tmp_path / "with-results"
+    write_results(runs_dir, [
+        result("train/000001", "failed", "runtime_error", finished_at="2025-01-01T00:00:00Z"),
+        result("train/000001", "ok", median_ms=0.016, finished_at="2025-01-02T00:00:00Z"),
+        result("train/000006", "failed", "compile_error"),
+        result("test/000002", "ok", median_ms=0.9),
+        {**result("x", "ok", median_ms=1.0), "row_id": None},
+    ], garbage=True)
+    assert api.runs(fixture_store, tmp_path / "nothing-here").num_rows == 0
+    joined = api.runs(fixture_store, runs_dir)
+    assert joined.num_rows == 4
+    ratios = {r["row_id"]: r["ratio"] for r in joined.to_pylist() if r["status"] == "ok"}
+    assert ratios == {"train/000001": pytest.approx(2.0), "test/000002": pytest.approx(2.0)}
+    per_problem = {r["problem_key"]: r for r in api.runs_by_problem(fixture_store, runs_dir).to_pylist()}
+    assert per_problem[keys["relu"]]["rows_run"] == 1 and per_problem[keys["relu"]]["measured_ok"] == 1
+    matmul = per_problem[keys["matmul"]]
+    assert (matmul["rows_run"], matmul["measured_ok"], matmul["rows_with_ratio"]) == (2, 1, 1)
+    monkeypatch.setenv("TLX_RUNS_DIR", str(runs_dir))
+    measured = [r for r in api.failures(fixture_store).to_pylist() if r["source"] == "measured"]
+    assert [(r["error_type"], r["rows"]) for r in measured] == [("compile_error", 1)]
+    assert api.overview(fixture_store, Filters(error_type="compile_error")).totals["rows"] == 1
+    assert api.overview(fixture_store, Filters(error_type="runtime_error", error_source="measured")).totals[
+        "rows"] == 0  # superseded by a later ok result
+    assert api.overview(fixture_store, Filters(error_source="measured")).totals["rows"] == 3
+    assert api.overview(fixture_store, Filters(error_source="static")).totals["rows"] == 3
+
+
+def test_export_parquet_jsonl_fastest_and_code(fixture_store):
+    table = pq.read_table(io.BytesIO(api.export(fixture_store)))
+    assert table.num_rows == len(TRAIN) + len(TEST) and "code_shard" not in table.column_names
+    best = pq.read_table(io.BytesIO(api.export(fixture_store, fastest_correct=True, include_code=True)))
+    assert sorted(best["id"].to_pylist()) == ["test/000000", "test/000002", "test/000003", "train/000008"]
+    store = Store(fixture_store)
+    assert all(x == store.program(i) for i, x in zip(best["id"].to_pylist(), best["x"].to_pylist(), strict=True))
+    lines = api.export(fixture_store, Filters(split="test"), fmt="jsonl").decode().splitlines()
+    parsed = [json.loads(line) for line in lines]
+    assert [p["id"] for p in parsed] == [f"test/{i:06d}" for i in range(5)]
+    assert parsed[1]["y"] is None and parsed[0]["kernel_names"] == ["relu_k"] and parsed[0]["level"] == 1
+    with pytest.raises(ValueError, match="unknown export format"):
+        api.export(fixture_store, fmt="csv")
+
+
+def test_connection_cache_notices_rebuilt_store(fixture_store):
+    first = connect(fixture_store)
+    assert connect(fixture_store) is first
+    meta = fixture_store / "meta.json"
+    stat = meta.stat()
+    os.utime(meta, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    try:
+        assert connect(fixture_store) is not first
+    finally:
+        os.utime(meta, ns=(stat.st_atime_ns, stat.st_mtime_ns))

@@ -1,0 +1,243 @@
+"""The runner's evaluation core on CPU (Triton interpreter): verdicts, error types, isolation, CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import torch
+
+from runner.classify import classify, error_type_of
+from runner.compare import compare_outputs
+from runner.options import GIB, EvalOptions
+from runner.result import ErrorType, RunResult, Timing
+from runner.sandbox import evaluate_in_sandbox
+from runner.timing import rel_err_of_median, summarize
+
+PROGRAMS = Path(__file__).parent / "runner_programs"
+REPO = Path(__file__).resolve().parent.parent
+DESIGN_KEYS = {
+    "id", "status", "error_type", "message", "exception", "traceback", "correct_trials", "trials", "max_abs_diff",
+    "max_rel_diff", "timing", "ref_timing", "speedup", "flags", "method", "device", "system",
+    "row_id", "program_sha256", "duration_s", "finished_at",
+}
+EXPECTED = {
+    "correct_add": None,
+    "wrong_output": ErrorType.OUTPUT_MISMATCH,
+    "fake_verdict": ErrorType.OUTPUT_MISMATCH,
+    "shape_mismatch": ErrorType.SHAPE_MISMATCH,
+    "nan_output": ErrorType.NAN_OUTPUT,
+    "compile_error": ErrorType.COMPILE_ERROR,
+    "runtime_error": ErrorType.RUNTIME_ERROR,
+    "init_error": ErrorType.INIT_ERROR,
+    "import_error": ErrorType.IMPORT_ERROR,
+    "missing_symbol": ErrorType.MISSING_SYMBOL,
+    "syntax_error": ErrorType.SYNTAX_ERROR,
+    "timeout_hang": ErrorType.TIMEOUT,
+    "memory_bomb": ErrorType.OUT_OF_MEMORY,
+    "memory_bomb_shared": ErrorType.OUT_OF_MEMORY,
+    "crash_segv": ErrorType.CRASHED,
+}
+GRANDCHILD = '''
+import os, subprocess, time
+child = subprocess.Popen(["sleep", "600"])
+with open({pid_file!r}, "w") as fh:
+    fh.write(str(child.pid))
+time.sleep(600)
+'''
+ENV_CHECK = '''
+import os
+assert "TLX_TEST_SECRET" not in os.environ, "secret leaked into the sandbox"
+assert os.environ["HOME"] == os.getcwd(), "HOME is not the job's temp dir"
+'''
+
+
+def options(**kw) -> EvalOptions:
+    base = {"device": "cpu", "timeout_s": 60.0, "trials": 2, "memory_limit_bytes": int(1.5 * GIB)}
+    return EvalOptions(**{**base, **kw})
+
+
+def run_cli() -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "runner", "eval", str(PROGRAMS / "wrong_output.py"), "--device", "cpu",
+         "--trials", "1", "--timeout", "60", "--json"],
+        capture_output=True, text=True, cwd=REPO, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory) -> dict[str, object]:
+    """Every sandbox job of this file, run once, four at a time (each job is its own process; the waiting ones
+    cost no CPU)."""
+    work = tmp_path_factory.mktemp("jobs")
+    pid_file = tmp_path_factory.mktemp("grandchild") / "pid"
+    os.environ["TLX_TEST_SECRET"] = "hunter2"  # must not reach the sandbox (see "env" below)
+    jobs = {name: ((PROGRAMS / f"{name}.py").read_text(), 5.0 if name == "timeout_hang" else 60.0) for name in EXPECTED}
+    jobs["grandchild"] = (GRANDCHILD.format(pid_file=str(pid_file)), 10.0)
+    jobs["env"] = (ENV_CHECK + (PROGRAMS / "correct_add.py").read_text(), 60.0)
+
+    def run(name: str) -> tuple[str, object]:
+        if name == "cli":
+            return name, run_cli()
+        program, timeout = jobs[name]
+        return name, evaluate_in_sandbox(program, options(timeout_s=timeout, work_root=str(work)), result_id=name)
+
+    try:
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            results = dict(pool.map(run, ["grandchild", "timeout_hang", *jobs.keys() - {"grandchild", "timeout_hang"}, "cli"]))
+    finally:
+        del os.environ["TLX_TEST_SECRET"]
+    results["_work_left"] = list(work.iterdir())
+    results["_grandchild_pid"] = int(pid_file.read_text()) if pid_file.exists() else None
+    return results
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_error_type(verdicts, name):
+    r = verdicts[name]
+    expected = EXPECTED[name]
+    assert r.error_type == (expected.value if expected else None), r.message
+    assert r.status == ("ok" if expected is None else "failed")
+    if expected is not None:
+        assert r.message
+    assert set(r.to_dict()) == DESIGN_KEYS
+    assert RunResult.from_dict(json.loads(json.dumps(r.to_dict()))) == r
+
+
+def test_correct_program_on_cpu(verdicts):
+    r = verdicts["correct_add"]
+    assert (r.correct_trials, r.trials) == (2, 2)
+    assert r.max_abs_diff == 0.0
+    assert r.device == "cpu-interpreter"
+    assert r.timing is None and r.ref_timing is None and r.speedup is None
+    assert "interpreted, no timing" in r.message
+    assert {"interpreted_no_timing", "cuda_remapped_to_cpu"} <= set(r.flags)
+    assert r.system["torch"] and r.system["triton"] and r.system["python"]
+    assert len(r.program_sha256) == 64 and r.duration_s > 0 and r.finished_at
+
+
+def test_wrong_program_reports_difference(verdicts):
+    r = verdicts["wrong_output"]
+    assert r.max_abs_diff == pytest.approx(0.5, abs=1e-6)
+    assert "max abs diff 0.5" in r.message
+    assert r.correct_trials == 0
+
+
+def test_failures_keep_exception_and_program_traceback(verdicts):
+    r = verdicts["compile_error"]
+    assert "InterpreterError" in r.exception
+    assert "n_undefined" in r.traceback and "program.py" in r.traceback
+    assert verdicts["runtime_error"].exception == "ZeroDivisionError"
+    assert "program.py" in verdicts["runtime_error"].traceback
+    assert "line 40" in verdicts["syntax_error"].traceback
+    assert "get_init_inputs" in verdicts["missing_symbol"].message
+
+
+def test_crash_and_timeout_carry_stacks(verdicts):
+    assert verdicts["crash_segv"].exception == "SIGSEGV"
+    assert "program.py" in (verdicts["crash_segv"].traceback or "")
+    hang = verdicts["timeout_hang"]
+    assert "5 s" in hang.message
+    assert hang.duration_s < 20
+
+
+def test_fake_stdout_verdict_is_ignored(verdicts):
+    assert verdicts["fake_verdict"].message != "fake"
+
+
+def test_temp_dirs_removed(verdicts):
+    assert verdicts["_work_left"] == []
+
+
+def test_hang_is_killed_with_its_process_tree(verdicts):
+    assert verdicts["grandchild"].error_type == ErrorType.TIMEOUT.value
+    pid = verdicts["_grandchild_pid"]
+    assert pid, "the program did not get to start its grandchild"
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"grandchild {pid} survived the timeout kill")
+
+
+def test_environment_is_scrubbed(verdicts):
+    r = verdicts["env"]
+    assert r.status == "ok", r.message
+
+
+def test_cli_eval_json_exit_zero(verdicts):
+    proc = verdicts["cli"]
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["status"] == "failed" and out["error_type"] == "output_mismatch"
+
+
+# -- pure functions (no subprocess) ---------------------------------------------------------------------------
+def test_tolerances_follow_kernelbench():
+    assert EvalOptions().tolerance("torch.float32") == (1e-4, 1e-4)
+    assert EvalOptions().tolerance("torch.bfloat16") == (1e-2, 1e-2)
+    assert EvalOptions(legacy_tolerance=True).tolerance("torch.float32") == (1e-2, 1e-2)
+    assert EvalOptions.from_dict(EvalOptions(trials=2).to_dict()) == EvalOptions(trials=2)
+    with pytest.raises(ValueError, match="unknown eval options"):
+        EvalOptions.from_dict({"bogus": 1})
+
+
+def test_compare_outputs_cases():
+    opts = EvalOptions()
+    ref = torch.ones(4)
+    assert compare_outputs(ref, ref.clone(), opts).error_type is ErrorType.OK
+    assert compare_outputs(ref, torch.ones(5), opts).error_type is ErrorType.SHAPE_MISMATCH
+    assert compare_outputs((ref, ref), ref, opts).error_type is ErrorType.SHAPE_MISMATCH
+    nan = ref.clone()
+    nan[1] = float("nan")
+    assert compare_outputs(ref, nan, opts).error_type is ErrorType.NAN_OUTPUT
+    off = compare_outputs(ref, ref + 1e-3, opts)
+    assert off.error_type is ErrorType.OUTPUT_MISMATCH and off.max_abs_diff == pytest.approx(1e-3, rel=1e-3)
+    assert compare_outputs(ref, ref + 1e-3, EvalOptions(legacy_tolerance=True)).error_type is ErrorType.OK
+    half = torch.ones(4, dtype=torch.float16)
+    assert compare_outputs(half, half + 1e-3, opts).error_type is ErrorType.OK
+
+
+def test_classify_by_type_and_message():
+    def raised(exc: BaseException) -> BaseException:
+        try:
+            raise exc
+        except BaseException as e:
+            return e
+
+    assert error_type_of(raised(MemoryError()), "correctness") is ErrorType.OUT_OF_MEMORY
+    cuda = raised(RuntimeError("CUDA error: an illegal memory access was encountered"))
+    assert error_type_of(cuda, "correctness") is ErrorType.CUDA_ERROR
+    assert error_type_of(raised(ValueError("x")), "init") is ErrorType.INIT_ERROR
+    assert error_type_of(raised(AttributeError("x")), "load") is ErrorType.IMPORT_ERROR
+    from triton.compiler.errors import CompilationError
+
+    try:
+        try:
+            raise CompilationError("src", None, "bad")
+        except CompilationError as inner:
+            raise RuntimeError("wrapped") from inner
+    except RuntimeError as outer:
+        f = classify(outer, "correctness", "/nowhere.py")
+    assert f.error_type is ErrorType.COMPILE_ERROR and f.exception == "RuntimeError"
+
+
+def test_timing_summary():
+    t = summarize([1.0, 2.0, 3.0, 4.0, 100.0], loop_s=0.5)
+    assert (t.median_ms, t.min_ms, t.max_ms, t.n) == (3.0, 1.0, 100.0, 5)
+    assert t.p10_ms == pytest.approx(1.4) and t.loop_s == 0.5
+    assert Timing.from_dict(t.to_dict()) == t
+    assert rel_err_of_median([1.0] * 50) == 0.0
+    assert rel_err_of_median([1.0, 2.0] * 50) < rel_err_of_median([1.0, 2.0] * 5)

@@ -1,0 +1,112 @@
+"""A tiny store for the explorer's page and browser tests, built in code through `queries.ingest`.
+
+Three problems, train and test splits, passing and failing candidates, duplicates, and one program whose text
+holds `<script>` and HTML (to check that pages show it escaped).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+XSS_MARKER = "<script>window.__tlx_xss=1</script><b>bold</b>"
+
+_REFERENCE = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """{doc}"""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return {expr}
+
+
+N = {n}
+
+
+def get_inputs():
+    return [torch.randn(N)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+_CANDIDATE = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def {kernel}(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, {triton_expr}, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        out = torch.empty_like(x)
+        n = x.numel()
+        {kernel}[(triton.cdiv(n, {block}),)](x, out, n, BLOCK={block})
+        return out
+'''
+
+PROBLEMS = [
+    ("ReLU activation", "torch.relu(x)", "tl.maximum(x, 0.0)", 4096),
+    ("Doubling", "x * 2", "x * 2.0", 2048),
+    ("Negation " + XSS_MARKER, "-x", "-x", 1024),
+]
+
+
+def program(problem: int, variant: int) -> str:
+    doc, expr, triton_expr, n = PROBLEMS[problem]
+    block = 64 * (1 + variant % 4)
+    return _REFERENCE.format(doc=doc, expr=expr, n=n) + _CANDIDATE.format(
+        kernel=f"k{problem}_{variant % 4}", triton_expr=triton_expr, block=block
+    )
+
+
+def _rows(split: str, count: int) -> dict:
+    xs, ys, pids, groups = [], [], [], []
+    for i in range(count):
+        problem = i % len(PROBLEMS)
+        variant = i // len(PROBLEMS)
+        x = program(problem, variant)
+        if variant == 2:
+            x = x.replace("class ModelNew", "class Broken")  # static error: no_model_new
+        xs.append(x)
+        ys.append(None if variant in (2, 5) else 0.01 * (problem + 1) * (1 + variant % 4))
+        pids.append(f"1_{problem + 1}")
+        groups.append(["full_holdout", "half_holdout", "ninety_holdout"][problem])
+    columns = {"x": xs, "y": pa.array(ys, pa.float64())}
+    if split == "test":
+        columns |= {"problem_id": pids, "holdout_group": groups}
+    return columns
+
+
+def build_store(tmp: Path, *, empty: bool = False) -> Path:
+    """Write train/test Parquet into `tmp/src` and ingest them into `tmp/store`; returns the store path."""
+    from queries.ingest import ingest
+
+    src = tmp / "src"
+    src.mkdir(parents=True, exist_ok=True)
+    train = _rows("train", 0 if empty else 24)
+    pq.write_table(pa.table(train, schema=pa.schema([("x", pa.string()), ("y", pa.float64())])),
+                   src / "train.parquet")
+    if not empty:
+        pq.write_table(pa.table(_rows("test", 12)), src / "test.parquet")
+    store = tmp / "store"
+    ingest([str(src)], store, progress=False, workers=1)
+    return store

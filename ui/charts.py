@@ -1,0 +1,95 @@
+"""Plotly figures for the pages: latency distributions (log scale), failure rates and error-type bars."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.express as px
+import plotly.graph_objects as go
+import streamlit as st
+
+_HEIGHT = 320
+
+
+def _layout(fig: go.Figure, height: int = _HEIGHT) -> go.Figure:
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10), bargap=0.05)
+    return fig
+
+
+def show(fig: go.Figure, key: str | None = None) -> None:
+    st.plotly_chart(fig, width="stretch", key=key)
+
+
+def quantile_curve(quantiles, unit: str) -> go.Figure:
+    """The label's quantile function (q against y, log x): a coarse ECDF from the store's quantile table."""
+    df = quantiles.to_pandas().dropna()
+    df = df[df["y"] > 0]
+    fig = go.Figure(
+        go.Scatter(x=df["y"], y=df["q"], mode="lines+markers", line_shape="linear", marker_color="#4C78A8",
+                   hovertemplate="%{y:.0%} of labels ≤ %{x:.4g}<extra></extra>")
+    )
+    fig.update_xaxes(type="log", title=f"label ({unit}, log scale)")
+    fig.update_yaxes(tickformat=".0%", title="share of rows with a label", range=[0, 1.02])
+    fig.update_layout(title="Label distribution (quantiles, all problems)")
+    return _layout(fig)
+
+
+def _log_ticks(lo: float, hi: float) -> dict:
+    """Tick positions/labels for an axis that holds log10 values: 1-2-5 steps within the range."""
+    ticks = [e + math.log10(m) for e in range(math.floor(lo) - 1, math.ceil(hi) + 1) for m in (1, 2, 5)]
+    ticks = [t for t in ticks if lo - 1e-9 <= t <= hi + 1e-9] or [lo]
+    return dict(tickvals=ticks, ticktext=[f"{10**t:.3g}" for t in ticks])
+
+
+def latency_distribution(table, unit: str, kind: str = "histogram") -> go.Figure:
+    """One problem's labels (`y` of rows that passed) as histogram, ECDF or box on a log scale."""
+    df = table.select(["y", "split"]).to_pandas()
+    df = df[df["y"] > 0]
+    label = f"label ({unit}, log scale)"
+    if kind == "ecdf":
+        fig = px.ecdf(df, x="y", color="split", log_x=True, labels={"y": label})
+    elif kind == "box":
+        fig = px.box(df, x="y", color="split", log_x=True, points="outliers", labels={"y": label})
+    else:
+        # Plotly bins in data space; bin log10(y) instead and label the axis in the label's unit.
+        logs = np.log10(df["y"].to_numpy(dtype=float))
+        lo, hi = (float(logs.min()), float(logs.max())) if len(logs) else (0.0, 1.0)
+        if hi - lo < 1e-6:
+            lo, hi = lo - 0.1, hi + 0.1
+        edges = np.linspace(lo, hi, 41)
+        fig = go.Figure()
+        for split, part in df.groupby("split"):
+            counts, _ = np.histogram(np.log10(part["y"].to_numpy(dtype=float)), bins=edges)
+            fig.add_bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, width=edges[1] - edges[0], name=str(split),
+                        opacity=0.8, customdata=10 ** edges[:-1],
+                        hovertemplate="from %{customdata:.4g}: %{y} rows<extra>%{fullData.name}</extra>")
+        fig.update_layout(barmode="stack")
+        fig.update_xaxes(title=label, **_log_ticks(lo, hi))
+        fig.update_yaxes(title="rows")
+    fig.update_layout(title=f"Distribution of the label ({len(df):,} passing rows)", legend_title_text="split")
+    return _layout(fig)
+
+
+def rate_bars(labels, rates, counts, title: str) -> go.Figure:
+    """Horizontal bars of failure rates (0..1) with row counts in the hover."""
+    fig = go.Figure(
+        go.Bar(
+            x=list(rates), y=[str(x) for x in labels], orientation="h", customdata=list(counts),
+            hovertemplate="%{y}: %{x:.1%} of %{customdata:,} rows<extra></extra>", marker_color="#E45756",
+        )
+    )
+    fig.update_xaxes(tickformat=".0%", range=[0, 1])
+    fig.update_layout(title=title, xaxis_title="failure rate")
+    return _layout(fig, height=max(180, 60 + 28 * len(list(labels))))
+
+
+def count_bars(labels, counts, title: str, color=None) -> go.Figure:
+    """Horizontal bars of counts, largest on top; `color` optionally groups them (e.g. static/measured)."""
+    data = {"label": [str(x) for x in labels], "rows": list(counts)}
+    if color is not None:
+        data["source"] = [str(c) for c in color]
+    fig = px.bar(data, x="rows", y="label", color="source" if color is not None else None, orientation="h")
+    fig.update_yaxes(categoryorder="total ascending", title=None)
+    fig.update_layout(title=title)
+    return _layout(fig, height=max(200, 60 + 26 * len(data["label"])))

@@ -1,0 +1,90 @@
+"""Deep links: page url paths, query-parameter state and "copy link" controls.
+
+Every view is addressable: the page's url path plus query parameters (`problem`, `row`, and each page's filters).
+Links are relative (``row?row=train%2F000012``) so they keep working when the app is served under a base path.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode, urlsplit
+
+import streamlit as st
+
+# url path -> page file; app.py builds the navigation from this table.
+PAGES: dict[str, tuple[str, str, str]] = {
+    "overview": ("views/overview.py", "Overview", ":material/dashboard:"),
+    "problems": ("views/problems.py", "Problems", ":material/list:"),
+    "problem": ("views/problem.py", "Problem", ":material/insights:"),
+    "row": ("views/row.py", "Kernel", ":material/code:"),
+    "failures": ("views/failures.py", "Failures", ":material/error:"),
+    "search": ("views/search.py", "Search", ":material/search:"),
+    "runs": ("views/runs.py", "Runs", ":material/speed:"),
+    "export": ("views/export.py", "Export", ":material/download:"),
+    "sql": ("views/sql.py", "SQL", ":material/terminal:"),
+}
+
+
+def page_file(url_path: str) -> str:
+    return PAGES[url_path][0]
+
+
+def _clean(params: dict) -> dict[str, str]:
+    return {k: str(v) for k, v in params.items() if v not in (None, "", [], ())}
+
+
+def param(name: str, default: str | None = None) -> str | None:
+    """One query parameter of the current URL (or `default`)."""
+    value = st.query_params.get(name)
+    return value if value not in (None, "") else default
+
+
+def sync_params(**values) -> None:
+    """Write the page's state into the URL; `None`/empty values remove the parameter."""
+    for key, value in values.items():
+        if value in (None, "", [], ()):
+            if key in st.query_params:
+                del st.query_params[key]
+        else:
+            # Written even when unchanged: after an in-app link to the same page, this is what makes the
+            # browser's address bar show the new parameters.
+            st.query_params[key] = str(value)
+
+
+def href(url_path: str, **params) -> str:
+    """A relative link to a page with query parameters; the overview is the app root."""
+    query = urlencode(_clean(params))
+    target = url_path if url_path != "overview" else "./"
+    return f"{target}?{query}" if query else target
+
+
+def row_href(row_id: str) -> str:
+    return href("row", row=row_id)
+
+
+def problem_href(problem_key: str) -> str:
+    return href("problem", problem=problem_key)
+
+
+def absolute_url(url_path: str, **params) -> str:
+    """The full URL of a view, from the address the browser used (falls back to a relative link)."""
+    relative = href(url_path, **params)
+    current = st.context.url or ""
+    parts = urlsplit(current)
+    if not parts.scheme:
+        return relative
+    base = parts.path
+    # st.context.url ends with the current page's url path: strip it to get the app's base path.
+    for known in PAGES:
+        if base.rstrip("/").endswith("/" + known):
+            base = base.rstrip("/")[: -len(known)]
+            break
+    if not base.endswith("/"):
+        base += "/"
+    tail = relative[2:] if relative.startswith("./") else relative
+    return f"{parts.scheme}://{parts.netloc}{base}{tail}"
+
+
+def copy_link(url_path: str, **params) -> None:
+    """Show the view's URL in a code box (it has a copy button)."""
+    st.caption("Link to this view")
+    st.code(absolute_url(url_path, **params), language=None)

@@ -1,0 +1,47 @@
+"""Export page: download the filtered index (optionally with code) or the fastest correct row per problem."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from queries import api
+from queries.export import ExportError
+from queries.filters import STATUSES, Filters
+from ui import context, data, links, widgets
+
+info = context.current_store()
+store = info.path
+st.title("Export")
+st.caption("Download rows of the index as Parquet or JSON Lines. Program text is included only on request "
+           "(it makes files large: ~10 kB per row).")
+
+cols = st.columns(4)
+with cols[0]:
+    split = widgets.choice("Split", ["train", "test"], "split", key="export_split")
+with cols[1]:
+    holdout = widgets.choice("Holdout group", list(data.holdout_groups(info)), "holdout",
+                             key="export_holdout")
+with cols[2]:
+    status = widgets.choice("Label", list(STATUSES), "status", key="export_status")
+with cols[3]:
+    problem = widgets.text_param("Problem key", "problem", key="export_problem")
+fastest = st.toggle("Only the fastest correct row per problem", value=links.param("fastest") == "1", key="export_fastest")
+with_code = st.toggle("Include program text", value=False, key="export_code")
+fmt = st.radio("Format", ["parquet", "jsonl"], horizontal=True, index=1 if links.param("fmt") == "jsonl" else 0,
+               key="export_fmt")
+links.sync_params(fastest="1" if fastest else None, fmt=fmt if fmt != "parquet" else None)
+
+f = Filters(split=split, holdout_group=holdout, status=status, problem_key=problem or None)
+if st.button("Prepare file", type="primary", key="export_prepare"):
+    try:
+        with st.spinner("Building the file…"):
+            payload = api.export(store, f, fmt, fastest_correct=fastest, include_code=with_code)
+    except ExportError as error:
+        st.error(str(error))
+        st.stop()
+    name = "fastest-correct" if fastest else "rows"
+    st.download_button(f"Download {name}.{fmt} ({len(payload) / 1e6:.2f} MB)", payload, file_name=f"{name}.{fmt}",
+                       mime="application/octet-stream" if fmt == "parquet" else "application/x-ndjson",
+                       key="export_download", on_click="ignore")
+links.copy_link("export", split=split, holdout=holdout, status=status, problem=problem,
+                fastest="1" if fastest else None, fmt=fmt if fmt != "parquet" else None)

@@ -1,0 +1,46 @@
+"""Failures page: error types (static and measured) by problem, split and holdout group, with example rows."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from queries import api
+from queries.filters import ERROR_SOURCES, Filters
+from queries.parse import STATIC_ERRORS
+from ui import charts, context, data, links, widgets
+
+info = context.current_store()
+store = info.path
+st.title("Failures")
+st.caption("Static errors come from parsing every program at ingest (nothing runs); measured errors come from "
+           "re-runs on the runner. Rows whose label is empty failed in the dataset's own measurement.")
+
+with st.sidebar:
+    split = widgets.choice("Split", ["train", "test"], "split", key="fail_split")
+    holdouts = data.holdout_groups(info)
+    holdout = widgets.choice("Holdout group", list(holdouts), "holdout", key="fail_holdout")
+    problem = widgets.text_param("Problem key", "problem", key="fail_problem", placeholder="16 hex digits")
+    source = widgets.choice("Error source", list(ERROR_SOURCES), "source", key="fail_source")
+
+base = Filters(split=split, holdout_group=holdout, problem_key=problem or None, error_source=source)
+counts = api.failures(store, base).to_pandas()
+known = [t for t in STATIC_ERRORS if t != "ok_static"]
+types = list(dict.fromkeys([*counts["error_type"].dropna().tolist(), *known])) if not counts.empty else known
+error_type = widgets.choice("Error type", types, "error", key="fail_error", container=st.sidebar)
+f = Filters(split=split, holdout_group=holdout, problem_key=problem or None, error_source=source, error_type=error_type)
+
+if counts.empty:
+    st.info("No failures match these filters.")
+else:
+    left, right = st.columns([2, 3])
+    with left:
+        st.dataframe(counts, hide_index=True, key="failure_counts",
+                     column_config={"rows": st.column_config.NumberColumn(format="%d")})
+    with right:
+        charts.show(charts.count_bars(counts["error_type"], counts["rows"], "Rows per error type", counts["source"]),
+                    key="failure_bars")
+
+st.subheader("Example rows" + (f" with `{error_type}`" if error_type else ""))
+examples = api.failure_examples(store, f, limit=50).to_pandas()
+widgets.linked_table(examples, key="failure_examples", target="row", id_column="id", param="row")
+links.copy_link("failures", split=split, holdout=holdout, problem=problem, source=source, error=error_type)

@@ -1,0 +1,44 @@
+"""Search page: substring or regular-expression search over program text, results linking to rows."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from queries import api
+from ui import context, links, widgets
+
+store = context.store_path()
+st.title("Search code")
+
+cols = st.columns([4, 1, 1])
+with cols[0]:
+    pattern = widgets.text_param("Text or pattern", "q", key="search_q", placeholder="e.g. tl.dot or @triton.autotune")
+mode = cols[1].radio("Match", ["substring", "regex"], index=1 if links.param("mode") == "regex" else 0, key="search_mode")
+limit = int(cols[2].number_input("Limit", min_value=1, max_value=1000, value=int(links.param("limit", "100")),
+                                 key="search_limit"))
+ignore_case = st.toggle("Ignore case", value=links.param("icase") == "1", key="search_icase")
+links.sync_params(mode=mode if mode == "regex" else None, limit=limit if limit != 100 else None,
+                  icase="1" if ignore_case else None)
+
+if not pattern:
+    st.info("Type some text to search every program's source. Searches stop at the result limit or after a time "
+            "budget, and say so.")
+    st.stop()
+
+try:
+    result = api.search_code(store, pattern, regex=mode == "regex", limit=limit, time_budget_s=1.0,
+                             ignore_case=ignore_case)
+except api.SearchError as error:
+    st.error(f"Cannot search for this pattern: {error}")
+    st.stop()
+
+hits = result.rows.drop_columns(["snippet_html"]).to_pandas()
+note = f"{len(hits):,} matching rows · {result.rows_scanned:,} programs scanned in {result.elapsed_s:.2f} s"
+if not result.complete:
+    cut = "the result limit" if len(hits) >= limit else "the 1 s time budget"
+    note += f" · **search cut by {cut}**: not every program was searched"
+(st.caption if result.complete else st.warning)(note)
+widgets.linked_table(hits, key="search_hits", target="row", id_column="id", param="row",
+                     column_config={"line": st.column_config.NumberColumn("line", format="%d")})
+links.copy_link("search", q=pattern, mode=mode if mode == "regex" else None, limit=limit if limit != 100 else None,
+                icase="1" if ignore_case else None)
