@@ -47,7 +47,8 @@ def main() -> None:
         st.Page(file, title=title, icon=icon, url_path=url_path, default=url_path == "overview")
         for url_path, (file, title, icon) in links.PAGES.items()
     ]
-    page = st.navigation(pages)
+    page = st.navigation(pages, position="hidden")
+    widgets.page_menu(pages)
     widgets.store_sidebar(info, cfg)
     page.run()
 

@@ -49,6 +49,8 @@ def ingest(
     """Build `store` from `sources`; returns the summary (also written to meta.json)."""
     started = time.monotonic()
     store = Path(store).expanduser().resolve()
+    if store.exists() and not (store / "meta.json").is_file() and any(store.iterdir()):
+        raise IngestError(f"{store} exists and is not a store (no meta.json); pick another --store or empty it")
     files = resolve_sources(sources)
     checked, bad = [], []
     for f in files:
@@ -59,6 +61,8 @@ def ingest(
                 raise IngestError(f"{exc} (the store was not changed; --skip-bad-files skips such files)") from exc
             bad.append({"file": str(f.path), "reason": str(exc)})
             _say(f"skipping {exc}")
+    if not checked:
+        raise IngestError("no readable source file; the store was not changed")
     store.parent.mkdir(parents=True, exist_ok=True)
     tmp = store.parent / f".{store.name}.building-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)

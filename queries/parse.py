@@ -4,9 +4,13 @@
 the first statement that belongs to it (an `import triton`/`from triton ...` after the reference `Model`, a
 Triton-decorated def, `class ModelNew`, or helpers, constants and imports just above those that only the
 candidate uses); the reference is everything before. Programs that do not parse fall back to a text split at the
-first `import triton` line (plus the import lines just above it). Fingerprints (`problem_key`, `candidate_key`)
-hash a normalized form (AST dump without docstrings, or comment- and whitespace-free tokens) so that formatting
-and comments do not change them.
+first `import triton` line (plus the import lines just above it).
+
+Fingerprints (16 hex of sha256) ignore formatting and comments. `problem_key` hashes the AST dump of the
+reference without imports and docstrings (memoized on the reference text: references repeat across the many
+candidates of a problem); `candidate_key` hashes the candidate text without docstrings, comments and whitespace
+(an AST dump of every candidate would cost as much again as parsing it). Only statements are walked, never
+expressions (except where a rule needs names), which keeps a parse close to the cost of `ast.parse`.
 """
 
 from __future__ import annotations
@@ -15,12 +19,14 @@ import ast
 import hashlib
 import io
 import re
-import tokenize
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 STATIC_ERRORS = ("syntax_error", "no_model_new", "no_reference", "no_get_inputs", "no_triton_kernel", "ok_static")
 _KERNEL_DECORATORS = {"jit", "autotune", "heuristics"}
-_TITLE_MAX = 80
+_TITLE_MAX = 100
+_KEY_CACHE_SIZE = 20_000
+_problem_keys: dict[str, tuple[str, str]] = {}  # reference text -> (problem_key, title)
 
 
 @dataclass(frozen=True)
@@ -65,7 +71,7 @@ def _parse_ast(x: str, tree: ast.Module) -> ParsedProgram:
 
     kernels = _kernels(tree, lines, aliases)
     model = _first_class(ref_body, "Model")
-    title = _title(model)
+    problem_key, title = _reference_key(reference, ref_body, model)
     defined = _top_level_names(body)
     if not any(isinstance(s, ast.ClassDef) and s.name == "ModelNew" for s in cand_body):
         error = "no_model_new"
@@ -77,7 +83,8 @@ def _parse_ast(x: str, tree: ast.Module) -> ParsedProgram:
         error = "no_triton_kernel"
     else:
         error = "ok_static"
-    _strip_docstrings(tree)
+    docstrings = [(d.lineno, d.end_lineno) for d in _docstrings(cand_body)]
+    cand_form = _text_form(_drop_lines(lines, docstrings, _first_line(cand_body[0]))) if cand_body else ""
     return ParsedProgram(
         reference=reference,
         candidate=candidate,
@@ -85,15 +92,62 @@ def _parse_ast(x: str, tree: ast.Module) -> ParsedProgram:
         kernels=kernels,
         title=title,
         static_error=error,
-        problem_key=_digest(_dump([s for s in ref_body if not isinstance(s, ast.Import | ast.ImportFrom)])),
-        candidate_key=_digest(_dump(cand_body)),
+        problem_key=problem_key,
+        candidate_key=_digest(cand_form),
     )
+
+
+def _reference_key(reference: str, ref_body: list[ast.stmt], model: ast.ClassDef | None) -> tuple[str, str]:
+    """(problem_key, title) of a reference, memoized on its text."""
+    cached = _problem_keys.get(reference)
+    if cached is None:
+        title = _title(model)
+        kept = [s for s in ref_body if not isinstance(s, ast.Import | ast.ImportFrom) and not _is_bare_string(s)]
+        for node in _statements(kept):  # drop docstrings (the title is taken above); only on a cache miss
+            for name in ("body", "orelse", "finalbody"):
+                children = getattr(node, name, None)
+                if children and any(_is_bare_string(c) for c in children):
+                    setattr(node, name, [c for c in children if not _is_bare_string(c)] or [ast.Pass()])
+        cached = (_digest(_dump(kept)), title)
+        if len(_problem_keys) >= _KEY_CACHE_SIZE:
+            _problem_keys.clear()
+        _problem_keys[reference] = cached
+    return cached
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement, nested ones included (bodies of defs, classes, if/for/while/with/try), no expressions."""
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        for name in ("body", "orelse", "finalbody", "handlers"):
+            children = getattr(node, name, None)
+            if children:
+                stack.extend(reversed(children))
+        for case in getattr(node, "cases", ()):
+            stack.extend(reversed(case.body))
+
+
+def _is_bare_string(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+def _docstrings(body: list[ast.stmt]) -> Iterator[ast.Expr]:
+    """Bare string statements (docstrings and string 'comments') among `body` and its nested statements."""
+    return (node for node in _statements(body) if _is_bare_string(node))
+
+
+def _drop_lines(lines: list[str], spans: list[tuple[int, int]], start: int) -> str:
+    """The text from line `start` on (1-based), without the given (first, last) line spans."""
+    drop = {i for first, last in spans for i in range(first, last + 1)}
+    return "".join(line for i, line in enumerate(lines[start - 1 :], start) if i not in drop)
 
 
 def _triton_aliases(tree: ast.Module) -> dict[str, str]:
     """Local name -> what it stands for: "triton" for the module, else the imported attribute ("jit")."""
     aliases = {"triton": "triton"}
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.name == "triton" or a.name.startswith("triton."):
@@ -138,13 +192,13 @@ def _candidate_start(body: list[ast.stmt], aliases: dict[str, str]) -> int:
     start = len(body)
     for i, s in enumerate(body):
         is_new = isinstance(s, ast.ClassDef) and s.name == "ModelNew"
-        is_copy = isinstance(s, ast.ClassDef) and s.name == "Model" and i > model_at >= 0  # a second Model
+        is_copy = isinstance(s, ast.ClassDef) and s.name == "Model"  # a second Model (the first is model_at)
         if is_new or (i > model_at and (is_copy or _is_triton_import(s) or _is_kernel_def(s, aliases))):
             start = i
             break
     if start == len(body):
         return start
-    cand_loads = set().union(*(_loaded_names(s) for s in body[start:]))
+    cand_loads: set[str] | None = None  # names the candidate uses; computed only if a helper may precede it
     ref_core = {"Model", "get_inputs", "get_init_inputs"}
     while start > 0:
         prev = body[start - 1]
@@ -152,13 +206,18 @@ def _candidate_start(body: list[ast.stmt], aliases: dict[str, str]) -> int:
         if isinstance(prev, ast.Import | ast.ImportFrom):
             if start - 1 <= model_at:
                 break
-        elif not names or names & ref_core or not names & cand_loads:
-            break
         else:
+            if not names or names & ref_core:
+                break
+            if cand_loads is None:
+                cand_loads = set().union(*(_loaded_names(s) for s in body[start:]))
+            if not names & cand_loads:
+                break
             ref_loads = set().union(set(), *(_loaded_names(s) for s in body[: start - 1]))
             if names & ref_loads:
                 break
-        cand_loads |= _loaded_names(prev)
+        if cand_loads is not None:
+            cand_loads |= _loaded_names(prev)
         start -= 1
     return start
 
@@ -196,7 +255,7 @@ def _reference_end(lines: list[str], first_line: int) -> int:
 
 def _kernels(tree: ast.Module, lines: list[str], aliases: dict[str, str]) -> list[Kernel]:
     kernels = []
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         if _is_kernel_def(node, aliases):
             first = _first_line(node)
             kinds = {_decorator_kind(d, aliases) for d in node.decorator_list}
@@ -214,7 +273,7 @@ def _title(model: ast.ClassDef | None) -> str:
         return ""
     doc = ast.get_docstring(model)
     if doc and doc.strip():
-        return doc.strip().splitlines()[0].strip()[:_TITLE_MAX]
+        return _shorten(doc.strip().splitlines()[0].strip())
     modules = {}  # self.attr -> layer class name assigned in __init__
     ops: list[str] = []
     for fn in model.body:
@@ -233,22 +292,18 @@ def _title(model: ast.ClassDef | None) -> str:
                 op = modules.get(f.attr) if is_self else _call_name(call)
                 if op and op not in ops and op != "super":
                     ops.append(op)
-    return ", ".join(ops)[:_TITLE_MAX]
+    return _shorten(", ".join(ops))
+
+
+def _shorten(text: str) -> str:
+    if len(text) <= _TITLE_MAX:
+        return text
+    return text[: _TITLE_MAX - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
 
 
 def _call_name(call: ast.Call) -> str | None:
     f = call.func
     return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
-
-
-def _strip_docstrings(tree: ast.Module) -> None:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(
-                body[0].value.value, str
-            ):
-                node.body = body[1:] or [ast.Pass()]
 
 
 def _dump(stmts: list[ast.stmt]) -> str:
@@ -281,12 +336,9 @@ def _parse_text(x: str) -> ParsedProgram:
     reference, candidate = x[:cut], x[cut:]
     ref_tree = _try_parse(reference)
     if ref_tree is not None:
-        model = _first_class(ref_tree.body, "Model")
-        title = _title(model)
-        _strip_docstrings(ref_tree)
-        problem_key = _digest(_dump([s for s in ref_tree.body if not isinstance(s, ast.Import | ast.ImportFrom)]))
+        problem_key, title = _reference_key(reference, ref_tree.body, _first_class(ref_tree.body, "Model"))
     else:
-        title, problem_key = "", _digest(_token_form(reference))
+        title, problem_key = "", _digest(_text_form(reference))
     return ParsedProgram(
         reference=reference,
         candidate=candidate,
@@ -295,7 +347,7 @@ def _parse_text(x: str) -> ParsedProgram:
         title=title,
         static_error="syntax_error",
         problem_key=problem_key,
-        candidate_key=_digest(_token_form(candidate)),
+        candidate_key=_digest(_text_form(candidate)),
     )
 
 
@@ -324,19 +376,10 @@ def _text_kernels(x: str) -> list[Kernel]:
     return kernels
 
 
-def _token_form(source: str) -> str:
-    """Tokens without comments, blank lines and statement-level strings; regex fallback if tokenizing fails."""
-    out: list[str] = []
-    try:
-        prev = tokenize.NEWLINE
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-            if tok.type in (tokenize.COMMENT, tokenize.NL, tokenize.ENCODING):
-                continue
-            if tok.type == tokenize.STRING and prev in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
-                continue  # a docstring-like bare string
-            out.append(tok.string if tok.type not in (tokenize.INDENT, tokenize.DEDENT) else tok.type.__str__())
-            prev = tok.type
-        return " ".join(out)
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        no_comments = re.sub(r"#[^\n]*", "", source)
-        return " ".join(no_comments.split())
+_COMMENT = re.compile(r"#[^\n\"']*$", re.M)  # a comment holding no quote (so never one inside a string)
+_SPACE = re.compile(r"\s+")
+
+
+def _text_form(source: str) -> str:
+    """`source` without comments and whitespace: equal for reformatted or re-commented copies."""
+    return _SPACE.sub("", _COMMENT.sub("", source))

@@ -180,14 +180,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ray-cpus", type=int, default=None, help="CPUs of a local Ray instance")
 
 
-def _backend(args: argparse.Namespace):
+def _backend(args: argparse.Namespace, triton_cache_dir: str):
     from runner.workers import detect_gpus, make_slots
 
     if args.backend == "local":
-        return LocalBackend(make_slots(args.device, args.workers))
+        return LocalBackend(make_slots(args.device, args.workers, triton_cache_dir=triton_cache_dir))
     if args.device == "auto":
         args.device = "cuda" if (args.address or detect_gpus()) else "cpu"
-    return RayBackend(args.device, args.address, args.ray_cpus)
+    return RayBackend(args.device, args.address, args.ray_cpus, triton_cache_dir)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -204,7 +204,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"bulk: {e}", file=sys.stderr)
         return 1
     try:
-        backend = _backend(args)
+        backend = _backend(args, str(runs_dir / "triton-cache"))
     except (RuntimeError, ValueError) as e:
         print(f"bulk: {e}", file=sys.stderr)
         return 1

@@ -90,7 +90,7 @@ class LocalBackend:
                 try:
                     result = self.evaluate(
                         task.program, settings, result_id=task.row_id, row_id=task.row_id,
-                        visible_devices=slot.visible_devices, cancel=cancel,
+                        visible_devices=slot.visible_devices, cancel=cancel, triton_cache_dir=slot.triton_cache_dir,
                     )
                 except Exception as e:
                     result = crashed(task, settings, f"bulk worker error: {type(e).__name__}: {e}",
@@ -112,13 +112,15 @@ class LocalBackend:
                 stop.set()
                 for cancel in cancels:
                     cancel.set()
-            finished.wait(10.0)  # the cancel watchers kill the sandboxes; wait so none outlives us
+            finished.wait(10.0)  # the sandboxes see their cancel events and die; wait so none outlives us
             raise
 
 
-def _ray_evaluate(program: str, settings: dict[str, Any], result_id: str, row_id: str) -> dict[str, Any]:
+def _ray_evaluate(program: str, settings: dict[str, Any], result_id: str, row_id: str,
+                  triton_cache_dir: str | None) -> dict[str, Any]:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "") if settings["device"] == "cuda" else ""
-    return evaluate_cancellable(program, settings, result_id=result_id, row_id=row_id, visible_devices=visible)
+    return evaluate_cancellable(program, settings, result_id=result_id, row_id=row_id, visible_devices=visible,
+                                triton_cache_dir=triton_cache_dir)
 
 
 def _ray_gpu_name() -> str:
@@ -130,17 +132,20 @@ def _ray_gpu_name() -> str:
 
 class RayBackend:
     """`ray.remote` tasks on a Ray cluster (`address`) or a local instance; the `runner` package is shipped to
-    the workers through `runtime_env.py_modules` (they need torch and triton installed)."""
+    the workers through `runtime_env.py_modules` (they need torch and triton installed). `triton_cache_dir` is
+    the shared Triton cache's path on every node (a node that cannot create it uses a fresh cache per run)."""
 
     name = "ray"
 
-    def __init__(self, device: str, address: str | None, num_cpus: int | None = None):
+    def __init__(self, device: str, address: str | None, num_cpus: int | None = None,
+                 triton_cache_dir: str | None = None):
         try:
             import ray
         except ImportError:
             raise RuntimeError("--backend ray needs Ray: pip install 'ray>=2.30' (or use --backend local)") from None
         self.ray = ray
         self.device = device
+        self.triton_cache_dir = triton_cache_dir
         runtime_env = {"py_modules": [str(Path(__file__).resolve().parent)]}
         if address:
             ray.init(address=address, runtime_env=runtime_env, logging_level="WARNING", log_to_driver=False)
@@ -174,7 +179,7 @@ class RayBackend:
                     if task is None:
                         exhausted = True
                         break
-                    ref = self._remote.remote(task.program, settings, task.row_id, task.row_id)
+                    ref = self._remote.remote(task.program, settings, task.row_id, task.row_id, self.triton_cache_dir)
                     in_flight[ref] = (task, time.monotonic())
                 if not in_flight:
                     return

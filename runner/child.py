@@ -1,13 +1,18 @@
-"""Child process entry: `python -P -m runner.child --program P --options JSON --result-fd N`.
+"""Child process entry: `python -P -m runner.child --spec-fd N --result-fd M --parent-pid P`.
 
-Sets its own resource limits, moves the result channel (an inherited pipe) to a private descriptor, picks
-the device (CPU → TRITON_INTERPRET=1 and hard-coded "cuda" sent to the CPU), evaluates, and writes JSON lines
-to the channel: {"event": "stage", ...} while working and one {"event": "result", ...} at the end. Exits with
-os._exit so that nothing the program left behind (threads, atexit hooks) can hang or change the verdict."""
+First asks the kernel to SIGKILL it when its parent dies (and exits if the parent is already gone), then imports
+torch and triton without touching CUDA, so that a pre-warmed spare (`runner.launch`) is ready for work; then
+reads its one job spec (`{"program", "options", "triton_cache_dir"}`, one JSON line) from the spec pipe. It sets
+its resource limits, moves the result channel (an inherited pipe) to a private descriptor, picks the device
+(CPU → TRITON_INTERPRET=1 and hard-coded "cuda" sent to the CPU), evaluates, and writes JSON lines to the channel:
+{"event": "stage", ...} while working and one {"event": "result", ...} at the end. Exits with os._exit so that
+nothing the program left behind (threads, atexit hooks) can hang or change the verdict."""
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import ctypes.util
 import faulthandler
 import json
 import os
@@ -22,6 +27,35 @@ from runner.options import EvalOptions
 from runner.result import ErrorType, ExitCode
 
 STACKS_SIGNAL = signal.SIGUSR1
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int) -> bool:
+    """SIGKILL this process when its parent goes (Linux); False if the parent is already gone."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    return os.getppid() == parent_pid  # checked after prctl: a parent that died before it is caught here
+
+
+def prewarm() -> None:
+    """Import torch and triton (no CUDA call) while waiting for a job; a failure shows up again in the job."""
+    try:
+        import torch  # noqa: F401
+        import triton  # noqa: F401
+    except Exception:
+        pass
+
+
+def read_spec(fd: int) -> dict[str, Any]:
+    with os.fdopen(fd, "rb") as fh:
+        spec = json.loads(fh.readline() or b"null")
+    if not isinstance(spec, dict) or not isinstance(spec.get("program"), str):
+        raise ValueError(f"job spec must be an object with a 'program' path, got {type(spec).__name__}")
+    return spec
 
 
 def _user_tasks(uid: int) -> int:
@@ -84,21 +118,31 @@ def resolve_device(requested: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="runner.child")
-    parser.add_argument("--program", required=True)
-    parser.add_argument("--options", required=True, help="EvalOptions as JSON")
+    parser.add_argument("--spec-fd", type=int, required=True, help="pipe carrying the job spec (one JSON line)")
     parser.add_argument("--result-fd", type=int, required=True)
+    parser.add_argument("--parent-pid", type=int, required=True)
     try:
         args = parser.parse_args(argv)
-        options = EvalOptions.from_dict(json.loads(args.options))
-        channel = Channel(args.result_fd)
-    except (SystemExit, ValueError, OSError) as exc:
+    except SystemExit as exc:
         print(f"runner.child: bad invocation: {exc}", file=sys.stderr)
         return ExitCode.USAGE
-    sys.argv = [args.program]
+    if not die_with_parent(args.parent_pid):
+        return ExitCode.ORPHANED
     faulthandler.enable()  # a crash leaves the Python stack on stderr, whose tail the parent keeps
     faulthandler.register(STACKS_SIGNAL, all_threads=True)  # the parent asks for stacks before a timeout kill
+    prewarm()
     try:
-        verdict = _evaluate(args.program, options, channel)
+        spec = read_spec(args.spec_fd)
+        options = EvalOptions.from_dict(spec.get("options") or {})
+        channel = Channel(args.result_fd)
+    except (ValueError, TypeError, OSError) as exc:
+        print(f"runner.child: bad job spec: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    if spec.get("triton_cache_dir"):
+        os.environ["TRITON_CACHE_DIR"] = str(spec["triton_cache_dir"])  # read lazily by triton at compile time
+    sys.argv = [spec["program"]]
+    try:
+        verdict = _evaluate(spec["program"], options, channel)
     except Exception as exc:  # a harness failure, reported as such
         verdict = {
             "status": "failed", "error_type": ErrorType.RUNTIME_ERROR.value, "flags": ["harness_error"],
@@ -113,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _evaluate(program: str, options: EvalOptions, channel: Channel) -> dict[str, Any]:
-    channel.send({"event": "stage", "stage": "start: importing torch"})
+    channel.send({"event": "stage", "stage": "start: resolving the device"})
     device = resolve_device(options.device)
     set_limits(options, device)
     flags: list[str] = []

@@ -50,9 +50,10 @@ class EvalOptions:
     output_cap_bytes: int = 1 * MIB  # stdout/stderr kept per stream (head and tail)
     file_size_limit_bytes: int = 1 * GIB  # largest file the program may write
     nproc_extra: int = 1024  # tasks the job may add to the user's current count (RLIMIT_NPROC)
-    triton_cache_dir: str | None = None  # None: fresh per job; else shared, one subfolder per program hash
+    triton_cache_dir: str | None = None  # None: fresh per job; else shared, one subfolder per program sha256
     visible_devices: str | None = None  # CUDA_VISIBLE_DEVICES for the job; None keeps the parent's
     work_root: str | None = None  # where job temp dirs are made; None: the system temp dir
+    prewarm: bool = True  # keep a spare child with torch/triton imported for the next job (TLX_RUNNER_PREWARM=0: off)
 
     def __post_init__(self) -> None:
         if self.device not in DEVICES:

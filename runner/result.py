@@ -34,6 +34,7 @@ class ExitCode(IntEnum):
     USAGE = 2  # bad command line / spec
     NO_CHANNEL = 3  # the result channel could not be written
     INTERNAL = 4  # the harness itself failed before reaching a verdict
+    ORPHANED = 5  # the parent that started the child was gone before the child could watch it
 
 
 @dataclass
@@ -51,6 +52,10 @@ class Timing:
     p90_ms: float | None = None
     rel_err: float | None = None  # relative standard error of the median at stop
     loop_s: float | None = None  # wall seconds spent in the timing loop (warm-up included)
+    source: str | None = None  # cuda_events | wall_minus_host_overhead (side-stream work) | triton_do_bench
+    event_median_ms: float | None = None  # median CUDA-event time (current stream only)
+    wall_median_ms: float | None = None  # median host wall time, call to after the device synchronize
+    host_overhead_ms: float | None = None  # wall median of an empty call timed the same way
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

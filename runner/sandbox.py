@@ -1,9 +1,11 @@
 """`evaluate_in_sandbox`: the only way the project runs dataset code (design §4, "Isolation").
 
-One fresh subprocess per call, in its own session (killed as a group), in a fresh temp dir that is its HOME,
-cwd and TMPDIR, with a scrubbed environment, resource limits (set by the child itself), an RSS watchdog,
-capped stdout/stderr and a wall-clock timeout. The verdict comes back over a private pipe, never from stdout.
-Timeouts, crashes and memory kills are results; this function does not raise for a verdict."""
+One fresh subprocess per call (`runner.launch`: usually a pre-warmed spare that has imported torch and triton),
+in its own session (killed as a group), in a fresh temp dir that is its HOME, cwd and TMPDIR, with a scrubbed
+environment, resource limits (set by the child itself), an RSS watchdog, capped stdout/stderr, a wall-clock
+timeout and an optional `cancel` event. The child dies with the process that started it. The verdict comes back
+over a private pipe, never from stdout. Timeouts, crashes, memory kills and cancels are results; this function
+does not raise for a verdict."""
 
 from __future__ import annotations
 
@@ -11,28 +13,21 @@ import datetime as dt
 import hashlib
 import json
 import os
-import shutil
 import signal
-import site
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections import deque
 from pathlib import Path
 from typing import Any
 
+from runner.launch import POOL, Child, close_spares, kill_group
 from runner.options import EvalOptions
 from runner.result import ErrorType, RunResult
 from runner.system import collect_system
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+__all__ = ["close_spares", "evaluate_in_sandbox"]
 POLL_S = 0.1
-KEEP_ENV = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "OMP_NUM_THREADS",
-            "MKL_NUM_THREADS", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
-KEEP_PREFIXES = ("TRITON_", "NCCL_", "TORCH_", "PYTORCH_")
-SET_BY_US = ("TRITON_INTERPRET", "TRITON_CACHE_DIR", "TRITON_HOME")
 TAIL_CHARS = 3000
 STACKS_SIGNAL = signal.SIGUSR1  # runner.child registers faulthandler on it
 STACKS_WAIT_S = 0.5
@@ -106,31 +101,6 @@ def _group_rss_bytes(pgid: int) -> int:
     return total
 
 
-def _child_env(work: Path, options: EvalOptions, cache_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k in KEEP_ENV or k.startswith(KEEP_PREFIXES)}
-    for k in SET_BY_US:
-        env.pop(k, None)
-    env.update(
-        HOME=str(work), TMPDIR=str(work), LANG="C.UTF-8", PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1",
-        PYTHONUSERBASE=site.getuserbase(), PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1",
-        TRITON_CACHE_DIR=str(cache_dir), TRITON_HOME=str(work),
-    )
-    env.setdefault("PATH", os.defpath)
-    if options.visible_devices is not None:
-        env["CUDA_VISIBLE_DEVICES"] = options.visible_devices
-    if options.device == "cpu":
-        env["TRITON_INTERPRET"] = "1"
-        env["CUDA_VISIBLE_DEVICES"] = ""
-    return env
-
-
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def _dump_stacks(proc: subprocess.Popen) -> None:
     """Ask a hung child for its Python stacks (faulthandler writes them to stderr) before the kill."""
     try:
@@ -147,27 +117,27 @@ def _signal_name(num: int) -> str:
         return f"signal {num}"
 
 
-def evaluate_in_sandbox(program: str, options: EvalOptions, *, result_id: str, row_id: str | None = None) -> RunResult:
-    """Evaluate `program` (the text of one dataset row) in a fresh sandboxed subprocess."""
+def evaluate_in_sandbox(program: str, options: EvalOptions, *, result_id: str, row_id: str | None = None,
+                        cancel: threading.Event | None = None) -> RunResult:
+    """Evaluate `program` (the text of one dataset row) in a fresh sandboxed subprocess. Setting `cancel` kills
+    the job's process group; the result is then `crashed` with the flag `cancelled`."""
     started = time.monotonic()
     sha = hashlib.sha256(program.encode("utf-8", errors="surrogatepass")).hexdigest()
-    root = Path(tempfile.mkdtemp(prefix="tlx-run-", dir=options.work_root))
+    child: Child | None = None
     try:
-        work = root / "work"
-        work.mkdir()
-        path = work / "program.py"
-        path.write_text(program, encoding="utf-8", errors="surrogatepass")
-        if options.triton_cache_dir:
-            cache_dir = Path(options.triton_cache_dir) / sha[:16]
+        if cancel is not None and cancel.is_set():
+            verdict = _cancelled("before start")
         else:
-            cache_dir = root / "triton-cache"
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        verdict = _run_child(path, options, _child_env(work, options, cache_dir), work)
+            child = POOL.take(options)
+            path = child.work / "program.py"
+            path.write_text(program, encoding="utf-8", errors="surrogatepass")
+            verdict = _run_child(child, path, options, _cache_dir(options, sha, child), cancel)
     except OSError as exc:  # the sandbox itself could not be set up (disk full, no fork): still a verdict
         verdict = {"status": "failed", "error_type": ErrorType.CRASHED.value, "flags": ["sandbox_error"],
                    "message": f"could not start the sandbox: {exc}", "exception": type(exc).__name__}
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if child is not None:
+            child.discard()
     verdict.setdefault("trials", options.trials)
     verdict.setdefault("device", {"cpu": "cpu-interpreter"}.get(options.device, options.device))
     if not verdict.get("system"):
@@ -181,27 +151,42 @@ def evaluate_in_sandbox(program: str, options: EvalOptions, *, result_id: str, r
     })
 
 
-def _run_child(path: Path, options: EvalOptions, env: dict[str, str], work: Path) -> dict[str, Any]:
-    read_fd, write_fd = os.pipe()
-    cmd = [sys.executable, "-P", "-m", "runner.child", "--program", str(path),
-           "--options", json.dumps(options.to_dict()), "--result-fd", str(write_fd)]
-    try:
-        proc = subprocess.Popen(cmd, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, pass_fds=(write_fd,), start_new_session=True)
-    except OSError:
-        os.close(read_fd)
-        raise
-    finally:
-        os.close(write_fd)
-    channel = _Channel(read_fd)
+def _cache_dir(options: EvalOptions, sha: str, child: Child) -> Path:
+    """The shared cache's folder for this program (`<triton_cache_dir>/<sha256>`), else one inside the job's temp
+    dir; a shared folder that cannot be made falls back to the fresh one."""
+    if options.triton_cache_dir:
+        shared = Path(options.triton_cache_dir) / sha
+        try:
+            shared.mkdir(parents=True, exist_ok=True)
+            return shared
+        except OSError:
+            pass
+    fresh = child.root / "triton-cache"
+    fresh.mkdir(exist_ok=True)
+    return fresh
+
+
+def _cancelled(stage: str) -> dict[str, Any]:
+    return {"status": "failed", "error_type": ErrorType.CRASHED.value, "flags": ["cancelled"],
+            "message": f"cancelled {stage}"}
+
+
+def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
+               cancel: threading.Event | None) -> dict[str, Any]:
+    proc = child.proc
+    channel = _Channel(child.result_fd)
+    child.result_fd = -1  # the channel reader owns it now
     out, err = (_Capture(proc.stdout, options.output_cap_bytes), _Capture(proc.stderr, options.output_cap_bytes))
     for t in (channel, out, err):
         t.start()
+    child.send_spec({"program": str(path), "options": options.to_dict(), "triton_cache_dir": str(cache_dir)})
     deadline = time.monotonic() + options.timeout_s
     killed_for: str | None = None
     peak_rss = 0
     while proc.poll() is None:
-        if time.monotonic() > deadline:
+        if cancel is not None and cancel.is_set():
+            killed_for = "cancel"
+        elif time.monotonic() > deadline:
             killed_for = "timeout"
         else:
             peak_rss = max(peak_rss, _group_rss_bytes(proc.pid))
@@ -210,11 +195,11 @@ def _run_child(path: Path, options: EvalOptions, env: dict[str, str], work: Path
         if killed_for:
             if killed_for == "timeout":
                 _dump_stacks(proc)
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             proc.wait()
             break
         time.sleep(POLL_S)
-    _kill_group(proc.pid)  # whatever the program left running in its session goes too
+    kill_group(proc.pid)  # whatever the program left running in its session goes too
     for t in (channel, out, err):
         t.join(timeout=5)
     return _verdict(proc.returncode, killed_for, channel, err, options, peak_rss)
@@ -226,6 +211,8 @@ def _verdict(code: int, killed_for: str | None, channel: _Channel, err: _Capture
     if channel.result is not None and killed_for is None:
         return channel.result
     stage = channel.stage
+    if killed_for == "cancel":
+        return {**_cancelled(f"during '{stage}'"), "traceback": stderr_tail}
     if killed_for == "timeout":
         return {"status": "failed", "error_type": ErrorType.TIMEOUT.value, "traceback": stderr_tail,
                 "message": f"no verdict after {options.timeout_s:g} s; killed during '{stage}'"}

@@ -309,7 +309,7 @@ def main(args: argparse.Namespace) -> int:
         return 1
     token = resolve_token(args.host, runs_dir)
     try:
-        slots = make_slots(args.device, args.cpu_workers)
+        slots = make_slots(args.device, args.cpu_workers, triton_cache_dir=str(runs_dir / "triton-cache"))
     except (RuntimeError, ValueError) as e:
         print(f"serve: {e}", file=sys.stderr)
         return 1

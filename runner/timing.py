@@ -1,6 +1,14 @@
-"""CUDA timing (design §4): warm-up outside the timed set; per trial an L2 flush, a start event, the call, a
-device synchronize (waits for side streams too), an end event; adaptive stopping on the relative standard
-error of the median, a time budget or max_trials."""
+"""CUDA timing (design §4) that agrees with `triton.testing.do_bench` and still catches side-stream work.
+
+Per trial: an L2 flush (a 256 MB write, queued like do_bench's), a start event, the call, an end event recorded
+as soon as the call returns, then a device synchronize; the event time is the sample. Events only see the current
+stream, so each trial also takes the host wall time from just before the call to just after the synchronize.
+An empty call timed the same way once per process (`calibrate`) gives the host overhead of a trial (flush still
+draining, synchronize latency). When the wall median exceeds the event median by more than that overhead plus
+max(0.05 ms, half the event median), work ran outside the current stream: the trial is flagged
+`side_stream_suspect` and the wall times minus the overhead become the timing (`decide`). Warm-up calls stay
+out of the timed set; trials stop adaptively on the relative standard error of the median, a time budget or
+max_trials."""
 
 from __future__ import annotations
 
@@ -8,6 +16,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from runner.options import TimingOptions
@@ -15,6 +24,13 @@ from runner.result import Timing
 
 MIN_TRIALS_UNDER_BUDGET = 3  # the budget may stop a slow program before min_trials, never before this
 CHECK_EVERY = 10  # trials between two looks at the stopping rule
+CALIBRATION_TRIALS = 50
+SIDE_STREAM_MIN_MS = 0.05  # wall - event - overhead above max(this, SIDE_STREAM_FRACTION * event): suspect
+SIDE_STREAM_FRACTION = 0.5
+SOURCE_EVENTS = "cuda_events"
+SOURCE_WALL = "wall_minus_host_overhead"
+
+_host_overhead_ms: float | None = None  # calibrated once per process (each job is its own process)
 
 
 def _percentile(sorted_ms: list[float], q: float) -> float:
@@ -32,53 +48,114 @@ def rel_err_of_median(times_ms: list[float]) -> float:
     return 1.2533 * statistics.stdev(times_ms) / math.sqrt(n) / med if med > 0 else math.inf
 
 
-def summarize(times_ms: list[float], loop_s: float | None = None) -> Timing:
+def summarize(times_ms: list[float], loop_s: float | None = None, **extra: Any) -> Timing:
     s = sorted(times_ms)
     mean = statistics.fmean(s)
     std = statistics.stdev(s) if len(s) > 1 else 0.0
     return Timing(
         median_ms=statistics.median(s), mean_ms=mean, std_ms=std, min_ms=s[0], max_ms=s[-1], n=len(s),
         cv=std / mean if mean > 0 else None, p10_ms=_percentile(s, 0.1), p90_ms=_percentile(s, 0.9),
-        rel_err=rel_err_of_median(s) if len(s) > 1 else None, loop_s=loop_s,
+        rel_err=rel_err_of_median(s) if len(s) > 1 else None, loop_s=loop_s, **extra,
     )
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Which samples to report: the event times, or (side-stream work suspected) the wall times minus overhead."""
+
+    side_stream_suspect: bool
+    samples_ms: list[float]
+    event_median_ms: float
+    wall_median_ms: float
+    host_overhead_ms: float
+
+    @property
+    def source(self) -> str:
+        return SOURCE_WALL if self.side_stream_suspect else SOURCE_EVENTS
+
+
+def decide(event_ms: list[float], wall_ms: list[float], host_overhead_ms: float) -> Decision:
+    """Compare per-trial event and wall times (same trials) given the empty call's wall median."""
+    if not event_ms or len(event_ms) != len(wall_ms):
+        raise ValueError(f"need as many wall as event samples (>0), got {len(wall_ms)} and {len(event_ms)}")
+    ev, wall = statistics.median(event_ms), statistics.median(wall_ms)
+    unexplained = wall - ev - host_overhead_ms
+    suspect = unexplained > max(SIDE_STREAM_MIN_MS, SIDE_STREAM_FRACTION * ev)
+    samples = [max(w - host_overhead_ms, 0.0) for w in wall_ms] if suspect else list(event_ms)
+    return Decision(suspect, samples, ev, wall, host_overhead_ms)
+
+
+def _trial(fn: Callable[[], Any], flush: Any) -> tuple[float, float]:
+    """One timed call: (event ms, wall ms)."""
+    import torch
+
+    if flush is not None:
+        flush.zero_()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    w0 = time.perf_counter()
+    fn()
+    end.record()
+    torch.cuda.synchronize()
+    w1 = time.perf_counter()
+    return start.elapsed_time(end), (w1 - w0) * 1000.0
+
+
+def _flush_buffer(opts: TimingOptions) -> Any:
+    import torch
+
+    return torch.empty(opts.l2_flush_bytes // 4, dtype=torch.int32, device="cuda") if opts.l2_flush else None
+
+
+def calibrate(opts: TimingOptions) -> float:
+    """Wall median (ms) of an empty call timed like a trial; measured once per process."""
+    global _host_overhead_ms
+    if _host_overhead_ms is None:
+        import torch
+
+        flush = _flush_buffer(opts)
+        torch.cuda.synchronize()
+        walls = [_trial(lambda: None, flush)[1] for _ in range(CALIBRATION_TRIALS)]
+        _host_overhead_ms = statistics.median(walls[CALIBRATION_TRIALS // 5:])  # the first few warm up
+        del flush
+    return _host_overhead_ms
 
 
 def time_cuda_events(fn: Callable[[], Any], opts: TimingOptions) -> tuple[Timing, list[str]]:
-    """Time `fn` on the current CUDA device; returns the summary and flags about how the loop ended."""
+    """Time `fn` on the current CUDA device; returns the summary and flags about the loop and the decision."""
     import torch
 
     t0 = time.perf_counter()
+    overhead = calibrate(opts)
     for _ in range(opts.warmup):
         fn()
     torch.cuda.synchronize()
-    flush = (
-        torch.empty(opts.l2_flush_bytes // 4, dtype=torch.int32, device="cuda") if opts.l2_flush else None
-    )
-    times: list[float] = []
+    flush = _flush_buffer(opts)
+    events: list[float] = []
+    walls: list[float] = []
     flags: list[str] = []
     deadline = time.perf_counter() + opts.time_budget_s
-    while len(times) < opts.max_trials:
-        if flush is not None:
-            flush.zero_()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        torch.cuda.synchronize()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-        n = len(times)
+    while len(events) < opts.max_trials:
+        ev, wall = _trial(fn, flush)
+        events.append(ev)
+        walls.append(wall)
+        n = len(events)
         if time.perf_counter() > deadline and n >= MIN_TRIALS_UNDER_BUDGET:
             flags.append("timing_budget_spent")
             if n < opts.min_trials:
                 flags.append("timing_below_min_trials")
             break
-        if n >= opts.min_trials and n % CHECK_EVERY == 0 and rel_err_of_median(times) < opts.target_rel_err:
+        if n >= opts.min_trials and n % CHECK_EVERY == 0 and rel_err_of_median(events) < opts.target_rel_err:
             break
     else:
         flags.append("timing_max_trials")
     del flush
-    return summarize(times, time.perf_counter() - t0), flags
+    d = decide(events, walls, overhead)
+    if d.side_stream_suspect:
+        flags.append("side_stream_suspect")
+    timing = summarize(d.samples_ms, time.perf_counter() - t0, source=d.source, event_median_ms=d.event_median_ms,
+                       wall_median_ms=d.wall_median_ms, host_overhead_ms=d.host_overhead_ms)
+    return timing, flags
 
 
 def time_do_bench(fn: Callable[[], Any], opts: TimingOptions) -> tuple[Timing, list[str]]:
@@ -88,7 +165,7 @@ def time_do_bench(fn: Callable[[], Any], opts: TimingOptions) -> tuple[Timing, l
     t0 = time.perf_counter()
     rep_ms = min(1000.0, max(100.0, opts.time_budget_s * 1000.0))
     times = [float(v) for v in triton.testing.do_bench(fn, warmup=25, rep=rep_ms, return_mode="all")]
-    timing = summarize(times, time.perf_counter() - t0)
+    timing = summarize(times, time.perf_counter() - t0, source="triton_do_bench")
     return timing, ["timing_do_bench"]
 
 
@@ -98,5 +175,11 @@ def time_callable(fn: Callable[[], Any], opts: TimingOptions) -> tuple[Timing, l
 
 def method_record(opts: TimingOptions) -> dict[str, Any]:
     """The timing method and all its parameters, stored with every result."""
-    name = "triton_do_bench_median" if opts.method == "do_bench" else "cuda_events_l2flush_devsync_adaptive"
-    return {"name": name, **{k: getattr(opts, k) for k in opts.__dataclass_fields__}}
+    if opts.method == "do_bench":
+        name = "triton_do_bench_median"
+    else:
+        name = "cuda_events_l2flush_end_then_sync_adaptive+wall_side_stream_check"
+    params = {k: getattr(opts, k) for k in opts.__dataclass_fields__}
+    return {"name": name, **params, "side_stream_rule": {
+        "min_ms": SIDE_STREAM_MIN_MS, "fraction_of_event": SIDE_STREAM_FRACTION,
+        "calibration_trials": CALIBRATION_TRIALS, "fallback": SOURCE_WALL}}

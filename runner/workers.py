@@ -41,6 +41,7 @@ class Slot:
     device: str  # "cuda" or "cpu"
     visible_devices: str | None  # CUDA_VISIBLE_DEVICES for the sandbox ("" hides GPUs)
     gpu_name: str | None = None
+    triton_cache_dir: str | None = None  # shared Triton cache (RUNS_DIR/triton-cache), one subfolder per program
 
 
 Evaluator = Callable[[Job, Slot, threading.Event], dict[str, Any]]
@@ -60,8 +61,9 @@ def detect_gpus(timeout: float = 120.0) -> list[str]:
     return [str(n) for n in names]
 
 
-def make_slots(device: str = "auto", cpu_workers: int = 1, gpus: list[str] | None = None) -> list[Slot]:
-    """One slot per GPU for `cuda`/`auto` with GPUs; else `cpu_workers` interpreter slots."""
+def make_slots(device: str = "auto", cpu_workers: int = 1, gpus: list[str] | None = None,
+               triton_cache_dir: str | None = None) -> list[Slot]:
+    """One slot per GPU for `cuda`/`auto` with GPUs; else `cpu_workers` interpreter slots; all share the cache."""
     if device not in ("auto", "cuda", "cpu"):
         raise ValueError(f"device must be auto, cuda or cpu, not {device!r}")
     if gpus is None:
@@ -71,8 +73,8 @@ def make_slots(device: str = "auto", cpu_workers: int = 1, gpus: list[str] | Non
     if device != "cpu" and gpus:
         parent = os.environ.get("CUDA_VISIBLE_DEVICES")
         physical = [p.strip() for p in parent.split(",")] if parent else [str(i) for i in range(len(gpus))]
-        return [Slot(f"gpu{i}", "cuda", physical[i], name) for i, name in enumerate(gpus)]
-    return [Slot(f"cpu{i}", "cpu", "") for i in range(max(1, cpu_workers))]
+        return [Slot(f"gpu{i}", "cuda", physical[i], name, triton_cache_dir) for i, name in enumerate(gpus)]
+    return [Slot(f"cpu{i}", "cpu", "", None, triton_cache_dir) for i in range(max(1, cpu_workers))]
 
 
 class WorkerPool:
@@ -182,5 +184,5 @@ def sandbox_evaluator(job: Job, slot: Slot, cancel: threading.Event) -> dict[str
     visible = "" if job.options.get("device") == "cpu" else slot.visible_devices
     return evaluate_cancellable(
         job.program, job.options, result_id=job.row_id or job.program_sha256, row_id=job.row_id,
-        visible_devices=visible, cancel=cancel,
+        visible_devices=visible, cancel=cancel, triton_cache_dir=slot.triton_cache_dir,
     )

@@ -34,7 +34,7 @@ CREATE VIEW raw AS
 SELECT x, y, problem_id, holdout_group,
        CASE WHEN filename LIKE '%test%' THEN 'test' ELSE 'train' END AS split,
        md5(left(x, 400)) AS pkey, md5(right(x, 2000)) AS ckey
-FROM read_parquet($files, union_by_name = true, filename = true);
+FROM raw_files;
 """
 
 
@@ -77,7 +77,7 @@ def store_questions(store: Path) -> dict[str, Callable[[], object]]:
 
 
 def raw_questions(con: duckdb.DuckDBPyConnection) -> dict[str, Callable[[], object]]:
-    key = con.sql("SELECT pkey FROM raw GROUP BY pkey ORDER BY count(*) DESC LIMIT 1").fetchone()[0]
+    key = con.sql("SELECT pkey FROM raw GROUP BY pkey ORDER BY count(*) DESC LIMIT 1").fetchall()[0][0]
     q = {
         "overview": "SELECT count(*), count(y), quantile_cont(y, [0.1, 0.5, 0.9]) FROM raw",
         "overview (test, failed)": "SELECT count(*) FROM raw WHERE split = 'test' AND y IS NULL",
@@ -129,7 +129,8 @@ def main() -> None:
     if args.raw:
         files = sorted(str(p) for p in args.raw.glob("*.parquet"))
         con = duckdb.connect()
-        con.execute(RAW_SETUP, {"files": files})
+        con.read_parquet(files, union_by_name=True, filename=True).create_view("raw_files")
+        con.execute(RAW_SETUP)
         for name, fn in raw_questions(con).items():
             times = timed(fn, args.raw_repeat)
             results[name].update(raw_median=statistics.median(times), raw_p95=p95(times))

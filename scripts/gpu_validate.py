@@ -4,9 +4,10 @@
 
 Every row (ids `split/000123` from `SAMPLE/<split>.parquet`) is evaluated through `evaluate_in_sandbox`
 `--repeats` times (a shared Triton cache makes re-runs warm); each correct candidate is also timed once with
-`triton.testing.do_bench` in its own sandboxed process (same seed, same inputs). Writes DIR/results.jsonl (one
-run result per line), DIR/summary.tsv (per row: median of the runs' medians, CV across runs, do_bench agreement,
-per-run overhead beyond the timing loops) and DIR/summary.json. Needs stdlib + torch + triton + pyarrow only;
+`triton.testing.do_bench` in its own sandboxed process (same seed, hence the same inputs; same cache). Writes
+DIR/results.jsonl (one run result per line), DIR/summary.tsv (per row: median of the runs' medians, their CUDA-event
+and wall medians, CV across runs, do_bench agreement in percent, side-stream suspicion, per-run overhead beyond the
+timing loops) and DIR/summary.json (with how many rows agree with do_bench within AGREE_PCT). Needs stdlib + torch + triton + pyarrow only;
 stops starting work when the time budget is spent."""
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from runner.options import EvalOptions, TimingOptions  # noqa: E402
 from runner.result import RunResult  # noqa: E402
 from runner.sandbox import evaluate_in_sandbox  # noqa: E402
 
-COLUMNS = ("id", "label_y", "verdicts", "median_ms", "cv_runs", "do_bench_ms", "do_bench_agree_pct",
-           "overhead_s", "speedup")
+COLUMNS = ("id", "label_y", "verdicts", "median_ms", "event_ms", "wall_ms", "side_stream", "cv_runs", "do_bench_ms",
+           "do_bench_agree_pct", "overhead_s", "speedup")
+AGREE_PCT = 3.0
 
 
 def load_rows(sample: Path) -> list[tuple[str, str, float | None]]:
@@ -53,15 +55,22 @@ def overhead_s(r: RunResult) -> float | None:
 
 
 def summarize_row(row_id: str, y: float | None, runs: list[RunResult], bench: RunResult | None) -> dict:
-    medians = [r.timing.median_ms for r in runs if r.ok and r.timing]
+    timed = [r for r in runs if r.ok and r.timing]
+    medians = [r.timing.median_ms for r in timed]
     med = statistics.median(medians) if medians else None
+
+    def median_of(field: str) -> float | None:
+        vals = [getattr(r.timing, field) for r in timed if getattr(r.timing, field) is not None]
+        return statistics.median(vals) if vals else None
+
     cv = statistics.stdev(medians) / statistics.fmean(medians) if len(medians) > 1 else None
     bench_ms = bench.timing.median_ms if bench and bench.ok and bench.timing else None
     overheads = [o for o in map(overhead_s, runs[1:] or runs) if o is not None]  # re-runs: warm cache
     speedups = [r.speedup for r in runs if r.speedup]
     return {
         "id": row_id, "label_y": y, "verdicts": ",".join(r.error_type or "ok" for r in runs),
-        "median_ms": med, "cv_runs": cv, "do_bench_ms": bench_ms,
+        "median_ms": med, "event_ms": median_of("event_median_ms"), "wall_ms": median_of("wall_median_ms"),
+        "side_stream": sum("side_stream_suspect" in r.flags for r in timed), "cv_runs": cv, "do_bench_ms": bench_ms,
         "do_bench_agree_pct": 100.0 * (bench_ms - med) / med if bench_ms and med else None,
         "overhead_s": statistics.median(overheads) if overheads else None,
         "speedup": statistics.median(speedups) if speedups else None,
@@ -150,12 +159,16 @@ def aggregate(summaries: list[dict], rows: int, parallel: int, gpus: int) -> dic
         return statistics.median(vals) if vals else None
 
     verdicts = Counter(v for s in summaries for v in s["verdicts"].split(","))
+    compared = [abs(s["do_bench_agree_pct"]) for s in summaries if s["do_bench_agree_pct"] is not None]
     unstable = sum(1 for s in summaries if len(set(s["verdicts"].split(","))) > 1)
     return {
         "rows_planned": rows, "rows_done": len(summaries), "gpus": gpus, "parallel": parallel,
         "verdicts": dict(verdicts), "rows_with_differing_verdicts": unstable,
         "median_cv_runs": med("cv_runs"), "max_cv_runs": max((s["cv_runs"] for s in summaries if s["cv_runs"] is not None), default=None),
         "median_abs_do_bench_agree_pct": med("do_bench_agree_pct", absolute=True),
+        "do_bench_compared_rows": len(compared),
+        f"do_bench_within_{AGREE_PCT:g}pct_rows": sum(p <= AGREE_PCT for p in compared),
+        "side_stream_suspect_rows": sum(1 for s in summaries if s["side_stream"]),
         "median_overhead_s": med("overhead_s"),
     }
 

@@ -86,6 +86,8 @@ def test_bad_files_fail_the_build_and_leave_the_store(tmp_path):
         "wrong": "column 'x' has type int64",
         "missing": "column 'x' missing",
     }
+    with pytest.raises(IngestError, match="no readable source file"):
+        ingest([str(src["empty"])], store, progress=False, skip_bad_files=True)
     for name, message in messages.items():
         with pytest.raises(IngestError, match=message):
             ingest([str(src["test"]), str(src[name])], store, progress=False)
@@ -114,15 +116,38 @@ def test_skip_bad_files_and_reject_rows(tmp_path):
     assert Store(store).program(extra["id"]) == program("relu")
 
 
-def test_huge_row_group_and_parallel_parse(tmp_path):
-    rows = 6000
+def test_corruption_mid_file_fails_late_and_keeps_the_store(tmp_path):
+    texts = [program("relu", block=i) for i in range(40)]
+    src = tmp_path / "train.parquet"
+    pq.write_table(pa.table({"x": texts, "y": [1.0] * 40}), src, row_group_size=10,
+                   compression="zstd", use_dictionary=False)
+    ingest([str(src)], tmp_path / "store", progress=False)
+    before = (tmp_path / "store" / "meta.json").read_text()
+    data = bytearray(src.read_bytes())
+    rg = pq.read_metadata(src).row_group(2).column(0)
+    end = rg.data_page_offset + rg.total_compressed_size
+    data[end - 300 : end - 100] = bytes(200)  # zero part of row group 2's compressed x page
+    broken = tmp_path / "broken" / "train.parquet"
+    broken.parent.mkdir()
+    broken.write_bytes(bytes(data))
+    with pytest.raises(IngestError, match=r"train.parquet: unreadable after row 20"):
+        ingest([str(broken)], tmp_path / "store", progress=False, batch_rows=10)
+    assert (tmp_path / "store" / "meta.json").read_text() == before
+    summary = ingest([str(broken)], tmp_path / "store", progress=False, batch_rows=10, skip_bad_files=True)
+    assert summary["rows_read"] == summary["rows_indexed"] == 20
+    assert summary["bad_files"][0]["rows_unread"] == 20
+
+
+def test_huge_row_group_and_parallel_parse(tmp_path, monkeypatch):
+    monkeypatch.setattr("queries.ingest_parse.PARALLEL_MIN_ROWS", 100)  # use worker processes on a small file
+    rows = 1200
     texts = [program(("relu", "matmul")[i % 2], block=64 + i) for i in range(rows)]
     src = tmp_path / "train.parquet"
     pq.write_table(pa.table({"x": texts, "y": [float(i) for i in range(rows)]}), src, row_group_size=rows)
-    summary = ingest([str(src)], tmp_path / "store", progress=False, workers=2, batch_rows=500)
+    summary = ingest([str(src)], tmp_path / "store", progress=False, workers=2, batch_rows=100)
     assert summary["rows_indexed"] == rows
     store = Store(tmp_path / "store")
-    assert store.program("train/005999") == texts[-1]
+    assert store.program("train/001199") == texts[-1] and store.program("train/000600") == texts[600]
     assert len({r["candidate_key"] for r in _index(tmp_path / "store").values()}) == rows
 
 
@@ -137,6 +162,16 @@ def test_cli_prints_summary_and_fails_clearly(tmp_path):
                           str(tmp_path / "s2")], capture_output=True, text=True, env=env)
     assert bad.returncode == 1 and "empty.parquet: empty file" in bad.stderr
     assert not (tmp_path / "s2").exists()
+
+
+def test_refuses_to_replace_a_folder_that_is_not_a_store(tmp_path):
+    src = write_fixture_shard(tmp_path / "src")
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    with pytest.raises(IngestError, match="is not a store"):
+        ingest([str(src[0])], precious, progress=False)
+    assert (precious / "notes.txt").read_text() == "keep me"
 
 
 def test_store_errors(tmp_path):

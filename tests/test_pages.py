@@ -80,7 +80,7 @@ def test_every_page_runs_on_the_fixture_store(page, env, fixture_store):
     assert "rows" in at.sidebar.markdown[0].value  # the store banner
 
 
-@pytest.mark.parametrize("page", ["overview", "problems", "row", "failures", "sql"])
+@pytest.mark.parametrize("page", ["overview", "row", "failures"])
 @pytest.mark.parametrize("which", ["empty", "missing"])
 def test_pages_explain_an_empty_or_missing_store(page, which, env, empty_store, tmp_path):
     env(empty_store if which == "empty" else tmp_path / "nowhere")

@@ -146,6 +146,18 @@ def test_problem_key_stable_under_formatting_and_comments():
     assert parse_program(program("relu", variant="comment")).candidate_key == parse_program(program("relu")).candidate_key
 
 
+def test_docstrings_do_not_count_and_long_titles_are_shortened():
+    x = program("relu")
+    without = x.replace('    """Simple model that performs a ReLU activation."""\n', "")
+    assert "Simple model" not in without
+    assert parse_program(without).problem_key == parse_program(x).problem_key
+    assert parse_program(without).title == "relu"  # no docstring: the ops in forward
+    long_doc = parse_program(x.replace("Simple model that", "A model " + "with many words " * 20 + "that"))
+    assert len(long_doc.title) <= 100 and long_doc.title.endswith(" many…")  # cut at a word boundary
+    documented = x.replace("    pid = tl.program_id(0)", '    """Doc."""\n    pid = tl.program_id(0)')
+    assert parse_program(documented).candidate_key == parse_program(x).candidate_key
+
+
 def test_fingerprints_differ_between_problems_and_candidates():
     keys = {parse_program(program(name)).problem_key for name in ("relu", "matmul", "softmax", "gelu")}
     assert len(keys) == 4

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -15,10 +17,11 @@ import torch
 
 from runner.classify import classify, error_type_of
 from runner.compare import compare_outputs
+from runner.launch import POOL
 from runner.options import GIB, EvalOptions
 from runner.result import ErrorType, RunResult, Timing
-from runner.sandbox import evaluate_in_sandbox
-from runner.timing import rel_err_of_median, summarize
+from runner.sandbox import close_spares, evaluate_in_sandbox
+from runner.timing import SOURCE_EVENTS, SOURCE_WALL, decide, rel_err_of_median, summarize
 
 PROGRAMS = Path(__file__).parent / "runner_programs"
 REPO = Path(__file__).resolve().parent.parent
@@ -51,6 +54,18 @@ with open({pid_file!r}, "w") as fh:
     fh.write(str(child.pid))
 time.sleep(600)
 '''
+PID_THEN_HANG = '''
+import os, time
+with open({pid_file!r}, "w") as fh:
+    fh.write(str(os.getpid()))
+time.sleep(600)
+'''
+ORPHAN_PARENT = '''
+import sys
+from runner.options import EvalOptions
+from runner.sandbox import evaluate_in_sandbox
+evaluate_in_sandbox(sys.argv[1], EvalOptions(device="cpu", timeout_s=120, work_root=sys.argv[2]), result_id="o")
+'''
 ENV_CHECK = '''
 import os
 assert "TLX_TEST_SECRET" not in os.environ, "secret leaked into the sandbox"
@@ -61,6 +76,45 @@ assert os.environ["HOME"] == os.getcwd(), "HOME is not the job's temp dir"
 def options(**kw) -> EvalOptions:
     base = {"device": "cpu", "timeout_s": 60.0, "trials": 2, "memory_limit_bytes": int(1.5 * GIB)}
     return EvalOptions(**{**base, **kw})
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_for_file(path: Path, timeout: float = 60.0) -> str:
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and path.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return path.read_text() if path.exists() else ""
+
+
+def orphaned_child(folder: Path) -> dict[str, object]:
+    """SIGKILL a process in the middle of a sandbox job; report whether its child outlived it."""
+    pid_file = folder / "pid"
+    work_root = folder / "jobs"
+    work_root.mkdir()
+    parent = subprocess.Popen([sys.executable, "-c", ORPHAN_PARENT, PID_THEN_HANG.format(pid_file=str(pid_file)),
+                               str(work_root)], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    child = int(wait_for_file(pid_file) or 0)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 5
+    while child and alive(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return {"child": child, "survived": bool(child) and alive(child)}
+
+
+def cancelled_job(work: Path) -> tuple[RunResult, float]:
+    cancel = threading.Event()
+    threading.Timer(3.0, cancel.set).start()
+    r = evaluate_in_sandbox((PROGRAMS / "timeout_hang.py").read_text(), options(work_root=str(work)),
+                            result_id="cancel", cancel=cancel)
+    return r, r.duration_s
 
 
 def run_cli() -> subprocess.CompletedProcess:
@@ -85,14 +139,22 @@ def verdicts(tmp_path_factory) -> dict[str, object]:
     def run(name: str) -> tuple[str, object]:
         if name == "cli":
             return name, run_cli()
+        if name == "orphan":
+            return name, orphaned_child(tmp_path_factory.mktemp("orphan"))
+        if name == "cancel":
+            return name, cancelled_job(work)
         program, timeout = jobs[name]
         return name, evaluate_in_sandbox(program, options(timeout_s=timeout, work_root=str(work)), result_id=name)
 
     try:
         with ThreadPoolExecutor(max_workers=4) as pool:
-            results = dict(pool.map(run, ["grandchild", "timeout_hang", *jobs.keys() - {"grandchild", "timeout_hang"}, "cli"]))
+            first = ["grandchild", "timeout_hang", "orphan", "cancel"]
+            results = dict(pool.map(run, [*first, *jobs.keys() - set(first), "cli"]))
     finally:
         del os.environ["TLX_TEST_SECRET"]
+    spares = POOL.spares()
+    close_spares()
+    results["_spares"] = spares
     results["_work_left"] = list(work.iterdir())
     results["_grandchild_pid"] = int(pid_file.read_text()) if pid_file.exists() else None
     return results
@@ -151,8 +213,45 @@ def test_fake_stdout_verdict_is_ignored(verdicts):
     assert verdicts["fake_verdict"].message != "fake"
 
 
-def test_temp_dirs_removed(verdicts):
+def test_temp_dirs_removed_and_spares_reaped(verdicts):
+    assert verdicts["_spares"], "no pre-warmed spare was kept for the next job"
     assert verdicts["_work_left"] == []
+    deadline = time.monotonic() + 5
+    while any(map(alive, verdicts["_spares"])) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(map(alive, verdicts["_spares"])), "close_spares left a spare running"
+
+
+def test_cancel_kills_the_job(verdicts):
+    r, duration = verdicts["cancel"]
+    assert r.error_type == ErrorType.CRASHED.value and "cancelled" in r.flags, r.message
+    assert 2.9 < duration < 8
+
+
+def test_child_dies_with_its_parent(verdicts):
+    orphan = verdicts["orphan"]
+    assert orphan["child"], "the sandboxed program never ran"
+    assert not orphan["survived"], f"sandbox child {orphan['child']} outlived its killed parent"
+
+
+def test_a_job_runs_in_the_waiting_spare(tmp_path):
+    pid_file = tmp_path / "pid"
+    program = (PROGRAMS / "correct_add.py").read_text() + f"\nimport os\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+    opts = options(trials=1, work_root=str(tmp_path))
+    try:
+        evaluate_in_sandbox(program, opts, result_id="warm-up")  # leaves a spare for this configuration
+        deadline = time.monotonic() + 30
+        while not POOL.spares() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (spare,) = [pid for pid in POOL.spares() if os.readlink(f"/proc/{pid}/cwd").startswith(str(tmp_path))]
+        r = evaluate_in_sandbox(program, opts, result_id="warm")
+        assert r.status == "ok", r.message
+        assert int(pid_file.read_text()) == spare
+        close_spares()
+        cold = evaluate_in_sandbox(program, options(trials=1, work_root=str(tmp_path), prewarm=False), result_id="c")
+        assert cold.status == "ok" and POOL.spares() == []
+    finally:
+        close_spares()
 
 
 def test_hang_is_killed_with_its_process_tree(verdicts):
@@ -232,6 +331,23 @@ def test_classify_by_type_and_message():
     except RuntimeError as outer:
         f = classify(outer, "correctness", "/nowhere.py")
     assert f.error_type is ErrorType.COMPILE_ERROR and f.exception == "RuntimeError"
+
+
+def test_side_stream_decision():
+    events = [0.020] * 50
+    plain = decide(events, [0.080 + 0.001 * (i % 3) for i in range(50)], host_overhead_ms=0.060)
+    assert not plain.side_stream_suspect and plain.source == SOURCE_EVENTS and plain.samples_ms == events
+    hidden = decide([0.005] * 50, [1.060] * 50, host_overhead_ms=0.060)  # 1 ms of work the events did not see
+    assert hidden.side_stream_suspect and hidden.source == SOURCE_WALL
+    assert hidden.samples_ms == pytest.approx([1.0] * 50)
+    assert (hidden.event_median_ms, hidden.wall_median_ms) == (0.005, 1.060)
+    # the threshold is max(0.05 ms, half the event median) beyond the calibrated overhead
+    assert not decide([0.010] * 5, [0.010 + 0.060 + 0.049] * 5, 0.060).side_stream_suspect
+    assert decide([0.010] * 5, [0.010 + 0.060 + 0.051] * 5, 0.060).side_stream_suspect
+    assert not decide([2.0] * 5, [2.0 + 0.060 + 0.99] * 5, 0.060).side_stream_suspect
+    assert decide([2.0] * 5, [2.0 + 0.060 + 1.01] * 5, 0.060).side_stream_suspect
+    with pytest.raises(ValueError, match="as many wall as event"):
+        decide([1.0], [], 0.0)
 
 
 def test_timing_summary():

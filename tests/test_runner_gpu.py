@@ -66,6 +66,8 @@ def test_correct_program_is_timed():
     assert t.n >= 100 or "timing_budget_spent" in r.flags
     assert ref.median_ms > 0 and r.speedup == pytest.approx(ref.median_ms / t.median_ms)
     assert r.method["timing"]["l2_flush"] is True and r.method["timing"]["min_trials"] == 100
+    assert t.source == "cuda_events" and "side_stream_suspect" not in r.flags
+    assert 0 < t.event_median_ms <= t.wall_median_ms and t.host_overhead_ms > 0
     assert r.system["gpu"] and r.system["torch"] and r.system["triton"] and r.system["hostname"]
 
 
@@ -78,4 +80,7 @@ def test_illegal_memory_access_is_cuda_error():
 def test_side_stream_work_is_waited_for():
     r = evaluate_in_sandbox(SIDE_STREAM, options(), result_id="gpu-side-stream")
     assert r.status == "ok", (r.message, r.traceback)
+    # the events of the current stream miss the side work: the wall check must flag it and time it instead
+    flagged = "side_stream_suspect" in r.flags and r.timing.source == "wall_minus_host_overhead"
+    assert flagged or r.timing.median_ms >= 0.5 * r.ref_timing.median_ms, (r.flags, r.timing, r.ref_timing)
     assert 0.5 < r.speedup < 2.0, (r.timing, r.ref_timing)

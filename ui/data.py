@@ -1,18 +1,46 @@
-"""Small cached lookups the pages share (no program text): filter choices that depend only on the store."""
+"""Cached query results the pages share: small, code-free tables keyed by store build and filters.
+
+`st.cache_data` entries live for `TTL_S` seconds so new run results show up soon; program text is never cached
+here (the row page fetches it per view through `queries.api.row`).
+"""
 
 from __future__ import annotations
+
+from dataclasses import astuple
 
 import streamlit as st
 
 from queries import api
+from queries.filters import Filters
+
+TTL_S = 60
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@st.cache_data(show_spinner=False, max_entries=16, ttl=TTL_S)
 def _holdout_groups(store: str, built_at: str | None) -> list[str]:
     groups = api.overview(store).groups.column("holdout_group").to_pylist()
     return sorted({g for g in groups if g})
 
 
 def holdout_groups(info) -> list[str]:
-    """Holdout groups present in the store described by `info` (a `ui.context.StoreInfo`), cached per build."""
+    """Holdout groups present in the store described by `info` (a `ui.context.StoreInfo`)."""
     return _holdout_groups(str(info.path), info.built_at)
+
+
+@st.cache_data(show_spinner=False, max_entries=64, ttl=TTL_S)
+def _overview(store: str, built_at: str | None, filters: tuple) -> api.Overview:
+    return api.overview(store, Filters(*filters))
+
+
+def overview(info, f: Filters) -> api.Overview:
+    return _overview(str(info.path), info.built_at, astuple(f))
+
+
+@st.cache_data(show_spinner=False, max_entries=256, ttl=TTL_S)
+def _fastest(store: str, built_at: str | None, problem_key: str, k: int, filters: tuple):
+    return api.fastest(store, problem_key, k=k, f=Filters(*filters))
+
+
+def fastest(info, problem_key: str, k: int, f: Filters):
+    """The problem's leaderboard (see `queries.api.fastest`)."""
+    return _fastest(str(info.path), info.built_at, problem_key, k, astuple(f))

@@ -12,15 +12,15 @@ import streamlit as st
 
 # url path -> page file; app.py builds the navigation from this table.
 PAGES: dict[str, tuple[str, str, str]] = {
-    "overview": ("views/overview.py", "Overview", ":material/dashboard:"),
-    "problems": ("views/problems.py", "Problems", ":material/list:"),
-    "problem": ("views/problem.py", "Problem", ":material/insights:"),
-    "row": ("views/row.py", "Kernel", ":material/code:"),
-    "failures": ("views/failures.py", "Failures", ":material/error:"),
-    "search": ("views/search.py", "Search", ":material/search:"),
-    "runs": ("views/runs.py", "Runs", ":material/speed:"),
-    "export": ("views/export.py", "Export", ":material/download:"),
-    "sql": ("views/sql.py", "SQL", ":material/terminal:"),
+    "overview": ("pages/overview.py", "Overview", ":material/dashboard:"),
+    "problems": ("pages/problems.py", "Problems", ":material/list:"),
+    "problem": ("pages/problem.py", "Problem", ":material/insights:"),
+    "row": ("pages/row.py", "Kernel", ":material/code:"),
+    "failures": ("pages/failures.py", "Failures", ":material/error:"),
+    "search": ("pages/search.py", "Search", ":material/search:"),
+    "runs": ("pages/runs.py", "Runs", ":material/speed:"),
+    "export": ("pages/export.py", "Export", ":material/download:"),
+    "sql": ("pages/sql.py", "SQL", ":material/terminal:"),
 }
 
 

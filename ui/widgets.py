@@ -12,6 +12,14 @@ from ui import links
 ALL = "(all)"
 
 
+def page_menu(pages: Sequence[st.Page]) -> None:
+    """The sidebar menu (the automatic one is off in .streamlit/config.toml, see there)."""
+    with st.sidebar:
+        for page in pages:
+            st.page_link(page)
+        st.divider()
+
+
 def store_sidebar(info, cfg) -> None:
     """Which store is loaded, how big, when built; read-only and runner state."""
     with st.sidebar:

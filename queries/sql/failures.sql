@@ -13,11 +13,11 @@ static AS (
     GROUP BY static_error
 ),
 measured AS (
-    SELECT 'measured' AS source, r.error_type, count(*) AS rows, count(DISTINCT p.problem_key) AS problems
-    FROM rows p
-    JOIN runs_latest r ON r.row_id = p.id
-    WHERE r.status <> 'ok'
-    GROUP BY r.error_type
+    SELECT 'measured' AS source, measured_error AS error_type, count(*) AS rows,
+           count(DISTINCT problem_key) AS problems
+    FROM rows
+    WHERE measured_status <> 'ok'
+    GROUP BY measured_error
 ),
 both_sources AS (
     SELECT * FROM static

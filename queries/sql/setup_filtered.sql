@@ -8,10 +8,10 @@ WHERE (f_split IS NULL OR split = f_split)
   AND (CASE
         WHEN f_error IS NULL AND f_source IS NULL THEN true
         WHEN f_error IS NULL AND f_source = 'static' THEN static_error <> 'ok_static'
-        WHEN f_error IS NULL THEN id IN (SELECT row_id FROM runs_latest)
+        WHEN f_error IS NULL THEN measured_status IS NOT NULL
         WHEN f_source = 'static' THEN static_error = f_error
-        WHEN f_source = 'measured' THEN id IN (SELECT row_id FROM runs_latest WHERE error_type = f_error)
-        ELSE static_error = f_error OR id IN (SELECT row_id FROM runs_latest WHERE error_type = f_error)
+        WHEN f_source = 'measured' THEN measured_error = f_error
+        ELSE static_error = f_error OR measured_error = f_error
       END);
 
 -- Per-problem statistics over the filtered rows (the problems table; `problem_stats` holds it unfiltered).

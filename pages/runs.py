@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from queries.filters import Filters
 from ui import context, links, rerun, widgets

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from queries.filters import Filters
-from ui import charts, context, links, widgets
+from ui import charts, context, data, links, widgets
 
 cfg = context.settings()
 info = context.current_store(cfg)
@@ -15,7 +16,7 @@ st.caption("Programs pairing a PyTorch reference `Model` with a Triton candidate
            f"measured runtime (the label, shown in {cfg.label_unit}; compare it within a problem, not across).")
 
 split = widgets.choice("Split", ["train", "test"], "split", key="overview_split", container=st.sidebar)
-ov = api.overview(info.path, Filters(split=split))
+ov = data.overview(info, Filters(split=split))
 totals = ov.totals
 
 cols = st.columns(6)

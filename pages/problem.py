@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
+import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from queries.filters import Filters
-from ui import charts, context, links, widgets
+from ui import charts, context, data, links, widgets
 
 cfg = context.settings()
-store = context.store_path()
+info = context.current_store(cfg)
+store = info.path
 
 problem_key = links.param("problem")
 if not problem_key:
@@ -71,7 +73,7 @@ with right:
 st.subheader("Fastest candidates")
 st.caption("Identical candidates are folded into one row (`copies`). Speedup is the problem's median label over "
            "the candidate's label; re-run speedups compare with the reference on the runner's GPU.")
-board = api.fastest(store, problem_key, k=50, f=f).to_pandas()
+board = data.fastest(info, problem_key, k=50, f=f).to_pandas()
 measured = api.runs(store, cfg.runs_dir, Filters(problem_key=problem_key)).to_pandas()
 if not board.empty and not measured.empty:
     latest = measured.drop_duplicates("row_id")[["row_id", "speedup", "median_ms"]]  # newest first

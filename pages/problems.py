@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
+import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from queries.filters import Filters
 from ui import context, data, links, widgets
@@ -49,5 +50,5 @@ config = {
     "spread": st.column_config.NumberColumn("spread", format="%.3g×"),
 }
 widgets.linked_table(df, key="problems_table", target="problem", id_column="problem_key", param="problem",
-                     column_config=config, height=600)
+                     column_config=config, height="auto" if len(df) <= 15 else 600)
 links.copy_link("problems", split=split, holdout=holdout, sort=sort, asc=None if descending else "1", q=text)

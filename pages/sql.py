@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from ui import context, links
 

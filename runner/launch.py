@@ -1,0 +1,221 @@
+"""Starting sandbox children, with one pre-warmed spare per launch configuration (design §4, "Isolation").
+
+A child is `python -P -m runner.child`, started in its own session, with a scrubbed environment and a fresh temp
+dir (`root/work`) as HOME, cwd and TMPDIR. It imports torch and triton (without touching CUDA), then waits for its
+job spec on a private pipe; it runs exactly one job and exits. `ChildPool.take` hands out the spare started for
+the same configuration (scrubbed environment, device mode, visible devices, work root) or starts a child, and
+then starts the next spare in the background, so the next job skips process start and imports. All children are
+started by one long-lived spawner thread: the child's parent-death signal fires when the thread that started it
+ends. Spares are killed, and their temp dirs removed, by `close_spares()` (registered with atexit)."""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import signal
+import site
+import subprocess
+import sys
+import tempfile
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runner.options import EvalOptions
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+KEEP_ENV = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "OMP_NUM_THREADS",
+            "MKL_NUM_THREADS", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
+KEEP_PREFIXES = ("TRITON_", "NCCL_", "TORCH_", "PYTORCH_")
+SET_BY_US = ("TRITON_INTERPRET", "TRITON_CACHE_DIR", "TRITON_HOME")
+MAX_SPARES = 16  # configurations kept warm at once (one per GPU slot is typical); the oldest goes first
+PREWARM_ENV = "TLX_RUNNER_PREWARM"
+
+
+def base_env(options: EvalOptions) -> dict[str, str]:
+    """The child's environment without its per-child paths: the part that decides which spare fits."""
+    env = {k: v for k, v in os.environ.items() if k in KEEP_ENV or k.startswith(KEEP_PREFIXES)}
+    for k in SET_BY_US:
+        env.pop(k, None)
+    env.update(LANG="C.UTF-8", PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1", PYTHONUSERBASE=site.getuserbase(),
+               PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
+    env.setdefault("PATH", os.defpath)
+    if options.visible_devices is not None:
+        env["CUDA_VISIBLE_DEVICES"] = options.visible_devices
+    if options.device == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
+
+
+def prewarm_enabled(options: EvalOptions) -> bool:
+    return options.prewarm and os.environ.get(PREWARM_ENV, "1").strip() not in ("0", "false", "no", "off")
+
+
+@dataclass
+class Child:
+    """A started child waiting for its spec; `root` is removed after its job by `discard`."""
+
+    proc: subprocess.Popen
+    root: Path
+    work: Path
+    spec_fd: int  # write end of the spec pipe
+    result_fd: int  # read end of the result channel
+
+    def send_spec(self, spec: dict[str, Any]) -> None:
+        """Hand the child its job (the spec pipe is closed afterwards; a dead child just never reads it)."""
+        data = (json.dumps(spec) + "\n").encode()
+        try:
+            while data:
+                data = data[os.write(self.spec_fd, data):]
+        except OSError:
+            pass
+        finally:
+            self._close_spec()
+
+    def _close_spec(self) -> None:
+        if self.spec_fd >= 0:
+            os.close(self.spec_fd)
+            self.spec_fd = -1
+
+    def discard(self) -> None:
+        """Kill the child's process group, reap it and remove its temp dir (its result fd belongs to the reader)."""
+        self._close_spec()
+        kill_group(self.proc.pid)
+        self.proc.wait()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None and not stream.closed:
+                stream.close()
+        if self.result_fd >= 0:
+            os.close(self.result_fd)
+            self.result_fd = -1
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def start_child(options: EvalOptions) -> Child:
+    """Start one child (call from the spawner thread: its parent-death signal is tied to that thread)."""
+    root = Path(tempfile.mkdtemp(prefix="tlx-run-", dir=options.work_root))
+    work = root / "work"
+    spec_r = spec_w = result_r = result_w = -1
+    try:
+        work.mkdir()
+        env = {**base_env(options), "HOME": str(work), "TMPDIR": str(work), "TRITON_HOME": str(work)}
+        spec_r, spec_w = os.pipe()
+        result_r, result_w = os.pipe()
+        cmd = [sys.executable, "-P", "-m", "runner.child", "--spec-fd", str(spec_r), "--result-fd", str(result_w),
+               "--parent-pid", str(os.getpid())]
+        proc = subprocess.Popen(cmd, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, pass_fds=(spec_r, result_w), start_new_session=True)
+    except BaseException:
+        for fd in (spec_w, result_r):
+            if fd >= 0:
+                os.close(fd)
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    finally:
+        for fd in (spec_r, result_w):
+            if fd >= 0:
+                os.close(fd)
+    return Child(proc, root, work, spec_w, result_r)
+
+
+class ChildPool:
+    """Spare children by launch configuration, started by one spawner thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._spares: OrderedDict[tuple, Child] = OrderedDict()
+        self._refilling: set[tuple] = set()
+        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tlx-sandbox-spawner")
+        self._closed = False
+
+    @staticmethod
+    def key(options: EvalOptions) -> tuple:
+        return options.work_root, tuple(sorted(base_env(options).items()))
+
+    def take(self, options: EvalOptions) -> Child:
+        """A child for one job: the warm spare if there is a live one, else a new one; refills when prewarming."""
+        prewarm = prewarm_enabled(options)
+        key = self.key(options)
+        with self._lock:
+            spare = self._spares.pop(key, None)
+        if spare is not None and spare.proc.poll() is not None:  # it died while waiting (e.g. killed from outside)
+            spare.discard()
+            spare = None
+        if spare is None:
+            try:
+                spare = self._spawner.submit(start_child, options).result()
+            except RuntimeError:  # interpreter shutting down: no spawner thread any more
+                spare = start_child(options)
+        child = spare
+        if prewarm:
+            self._refill(options, key)
+        return child
+
+    def _refill(self, options: EvalOptions, key: tuple) -> None:
+        with self._lock:
+            if self._closed or key in self._spares or key in self._refilling:
+                return
+            self._refilling.add(key)
+
+        def start() -> None:
+            evicted: list[Child] = []
+            try:
+                child = start_child(options)
+            except OSError:
+                return  # no spare this time; the next job starts its own child
+            finally:
+                with self._lock:
+                    self._refilling.discard(key)
+            with self._lock:
+                if self._closed or key in self._spares:
+                    evicted.append(child)
+                else:
+                    self._spares[key] = child
+                    while len(self._spares) > MAX_SPARES:
+                        evicted.append(self._spares.popitem(last=False)[1])
+            for c in evicted:
+                c.discard()
+
+        try:
+            self._spawner.submit(start)
+        except RuntimeError:  # interpreter shutting down: no new threads
+            with self._lock:
+                self._refilling.discard(key)
+
+    def spares(self) -> list[int]:
+        """Process ids of the waiting spares."""
+        with self._lock:
+            return [c.proc.pid for c in self._spares.values()]
+
+    def close(self) -> None:
+        """Kill every spare (after any refill in progress); later `take` calls still work."""
+        with self._lock:
+            self._closed = True
+        try:
+            self._spawner.submit(lambda: None).result()  # a refill queued before this runs to its end first
+        except RuntimeError:
+            pass  # interpreter exit: the spawner has already run its queue and stopped
+        with self._lock:
+            spares = list(self._spares.values())
+            self._spares.clear()
+            self._closed = False
+        for c in spares:
+            c.discard()
+
+
+POOL = ChildPool()
+close_spares = POOL.close
+atexit.register(close_spares)
