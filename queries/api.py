@@ -6,7 +6,7 @@ Every function takes the store path first. Program text is only returned by `row
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -49,10 +49,10 @@ def overview(store: Path | str, f: Filters = NO_FILTERS) -> Overview:
     db = connect(store)
     params = f.params()
     return Overview(
-        totals=db.execute("overview_totals", params).to_pylist()[0],
-        groups=db.execute("overview_groups", params),
-        y_quantiles=db.execute("overview_y_quantiles", params),
-        kernels=db.execute("overview_kernels", params),
+        totals=db.execute("overview_totals", params, memo=True).to_pylist()[0],
+        groups=db.execute("overview_groups", params, memo=True),
+        y_quantiles=db.execute("overview_y_quantiles", params, memo=True),
+        kernels=db.execute("overview_kernels", params, memo=True),
     )
 
 
@@ -62,7 +62,7 @@ def problems(store: Path | str, f: Filters = NO_FILTERS, sort: str = "candidates
     if sort not in PROBLEM_SORTS:
         raise ValueError(f"cannot sort problems by {sort!r}; choose one of {', '.join(PROBLEM_SORTS)}")
     db = connect(store)
-    table = db.execute("problems_unfiltered") if f.is_empty else db.execute("problems", f.params())
+    table = db.execute("problems_unfiltered") if f.is_empty else db.execute("problems", f.params(), memo=True)
     order = "descending" if descending else "ascending"
     table = table.sort_by([(sort, order), ("problem_key", "ascending")])
     return table if limit is None else table.slice(0, max(int(limit), 0))
@@ -70,31 +70,35 @@ def problems(store: Path | str, f: Filters = NO_FILTERS, sort: str = "candidates
 
 def problem_summary(store: Path | str, problem_key: str) -> dict | None:
     """The unfiltered problems-table row of one problem, or None when the store has no such problem."""
-    rows = connect(store).execute("problems", Filters(problem_key=problem_key).params()).to_pylist()
+    rows = connect(store).execute("problem_summary", {"problem_key": problem_key}).to_pylist()
     return rows[0] if rows else None
 
 
+def _one_problem(problem_key: str, f: Filters) -> dict:
+    """Filter parameters for a per-problem question: `problem_key` replaces any problem in `f`."""
+    return replace(f, problem_key=problem_key).params()
+
+
 def problem_latencies(store: Path | str, problem_key: str, f: Filters = NO_FILTERS) -> pa.Table:
-    params = {**f.params(), "problem_key": problem_key}
-    return connect(store).execute("problem_latencies", params)
+    return connect(store).execute("problem_latencies", _one_problem(problem_key, f), memo=True)
 
 
 def fastest(store: Path | str, problem_key: str, k: int = 20, f: Filters = NO_FILTERS) -> pa.Table:
-    params = {**f.params(), "problem_key": problem_key, "k": max(int(k), 0)}
-    return connect(store).execute("fastest", params)
+    params = {**_one_problem(problem_key, f), "k": max(int(k), 0)}
+    return connect(store).execute("fastest", params, memo=True)
 
 
 def failures(store: Path | str, f: Filters = NO_FILTERS) -> pa.Table:
-    return connect(store).execute("failures", f.params())
+    return connect(store).execute("failures", f.params(), memo=True)
 
 
 def failure_examples(store: Path | str, f: Filters = NO_FILTERS, limit: int = 50) -> pa.Table:
-    return connect(store).execute("failure_examples", {**f.params(), "limit": max(int(limit), 0)})
+    return connect(store).execute("failure_examples", {**f.params(), "limit": max(int(limit), 0)}, memo=True)
 
 
 def overlap(store: Path | str) -> pa.Table:
-    return connect(store).execute("overlap")
+    return connect(store).execute("overlap", memo=True)
 
 
 def overlap_summary(store: Path | str) -> pa.Table:
-    return connect(store).execute("overlap_summary")
+    return connect(store).execute("overlap_summary", memo=True)

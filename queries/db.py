@@ -1,7 +1,8 @@
 """The DuckDB connection factory and the one `execute(sql_name, params)` path, with a time limit.
 
-`connect(store)` loads the store's `index.parquet` (through pyarrow) and the run results into in-memory tables,
-then locks the connection down: no file or network access, no Python-variable scans, configuration locked.
+`connect(store)` loads the store's `index.parquet` and the run results into in-memory tables, then locks the
+connection down: no file or network access, no Python-variable scans, configuration locked. Small answers can be
+memoized per connection (`execute(..., memo=True)`), dropped whenever the run results change.
 One connection is kept per (store path, `meta.json` mtime, runs dir), so a rebuilt store is noticed; new result
 files are noticed on the next `connect()` and reload only the `runs` table. Queries run on their own cursor and
 are interrupted from a timer thread past their limit. Program text never enters DuckDB.
@@ -10,12 +11,12 @@ are interrupted from a timer thread past their limit. Program text never enters 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from functools import cache
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from queries.results import load_run_results, results_signature
 from queries.settings import Settings, load_settings
@@ -27,6 +28,9 @@ REQUIRED_INDEX_COLUMNS = (
     "id", "split", "row", "problem_key", "problem_id", "holdout_group", "title", "level", "y", "ok",
     "static_error", "n_kernels", "kernel_names", "autotuned", "candidate_key", "n_chars", "code_shard", "code_rg",
 )
+
+
+MEMO_BYTES = 64 * 1024 * 1024
 
 
 class QueryTimeout(RuntimeError):
@@ -44,19 +48,6 @@ def sql_text(sql_name: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _read_index(store: Store) -> pa.Table:
-    try:
-        table = pq.read_table(store.index_path)
-    except (OSError, pa.ArrowException) as exc:
-        raise StoreError(f"{store.index_path}: cannot read the index ({exc})") from exc
-    missing = [name for name in REQUIRED_INDEX_COLUMNS if name not in table.column_names]
-    if missing:
-        raise StoreError(f"{store.index_path}: index lacks columns {', '.join(missing)}")
-    if table.num_rows == 0:
-        raise StoreError(f"{store.index_path}: the index holds no rows")
-    return table
-
-
 class Database:
     """One locked-down in-memory DuckDB over one store (+ run results)."""
 
@@ -65,27 +56,45 @@ class Database:
         self.runs_dir = runs_dir
         self.timeout_s = settings.query_timeout_s
         self._lock = threading.Lock()
-        index = _read_index(store)
+        self._memo: OrderedDict[tuple, pa.Table] = OrderedDict()
+        self._memo_bytes = 0
+        self.memo_enabled = True
+        # External access is on only while the index is loaded, then switched off and the configuration locked.
         self.con = duckdb.connect(
             ":memory:",
             config={
                 "threads": settings.duckdb_threads,
                 "memory_limit": settings.duckdb_memory,
-                "enable_external_access": False,
                 "python_enable_replacements": False,
                 "autoinstall_known_extensions": False,
                 "autoload_known_extensions": False,
             },
         )
-        self.con.register("index_arrow", index)
-        self.con.execute(sql_text("setup_programs"))
-        self.con.unregister("index_arrow")
+        try:
+            self._load_index()
+            self.con.execute("SET enable_external_access = false")
+        except BaseException:
+            self.con.close()
+            raise
         self._runs_signature: tuple | None = None
         self.runs_skipped_lines = 0
         self.refresh_runs()
         self.con.execute(sql_text("setup_filtered"))
         self.con.execute(sql_text("setup_problems"))
         self.con.execute("SET lock_configuration = true")
+
+    def _load_index(self) -> None:
+        path = self.store.index_path
+        try:
+            self.con.execute(sql_text("setup_programs"), {"index_path": str(path)})
+        except duckdb.Error as exc:
+            raise StoreError(f"{path}: cannot read the index ({str(exc).splitlines()[0]})") from exc
+        columns = {row[0] for row in self.con.execute("DESCRIBE programs").fetchall()}
+        missing = [name for name in REQUIRED_INDEX_COLUMNS if name not in columns]
+        rows = self.con.execute("SELECT count(*) FROM programs").fetchall()[0][0]
+        if missing or not rows:
+            reason = f"lacks columns {', '.join(missing)}" if missing else "holds no rows"
+            raise StoreError(f"{path}: the index {reason}; rebuild the store")
 
     def refresh_runs(self) -> None:
         """Reload the `runs` table when the result files changed since the last load."""
@@ -105,6 +114,8 @@ class Database:
                 cursor.close()
             self.runs_skipped_lines = skipped
             self._runs_signature = signature
+            self._memo.clear()
+            self._memo_bytes = 0
 
     def run(self, sql: str, params: dict | None = None, timeout_s: float | None = None,
             label: str = "query", tables: dict[str, pa.Table] | None = None) -> pa.Table:
@@ -126,11 +137,29 @@ class Database:
             cursor.close()
 
     def execute(self, sql_name: str, params: dict | None = None, timeout_s: float | None = None,
-                tables: dict[str, pa.Table] | None = None) -> pa.Table:
-        """Run `queries/sql/<sql_name>.sql` with named parameters (only those the SQL names are passed)."""
+                tables: dict[str, pa.Table] | None = None, memo: bool = False) -> pa.Table:
+        """Run `queries/sql/<sql_name>.sql` with named parameters (only those the SQL names are passed).
+
+        `memo`: keep the answer for the same parameters while this connection's data stays the same (until the
+        run results change); bounded to `MEMO_BYTES`. Only for code-free answers.
+        """
         sql = sql_text(sql_name)
         used = {name: value for name, value in (params or {}).items() if f"${name}" in sql}
-        return self.run(sql, used, timeout_s, label=sql_name, tables=tables)
+        if not (memo and self.memo_enabled) or tables:
+            return self.run(sql, used, timeout_s, label=sql_name, tables=tables)
+        key = (sql_name, tuple(sorted(used.items())))
+        with self._lock:
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return self._memo[key]
+        table = self.run(sql, used, timeout_s, label=sql_name)
+        with self._lock:
+            if key not in self._memo and table.nbytes <= MEMO_BYTES // 4:
+                self._memo[key] = table
+                self._memo_bytes += table.nbytes
+                while self._memo_bytes > MEMO_BYTES:
+                    self._memo_bytes -= self._memo.popitem(last=False)[1].nbytes
+        return table
 
     def close(self) -> None:
         self.con.close()

@@ -150,16 +150,15 @@ class ChildPool:
         prewarm = prewarm_enabled(options)
         key = self.key(options)
         with self._lock:
-            spare = self._spares.pop(key, None)
-        if spare is not None and spare.proc.poll() is not None:  # it died while waiting (e.g. killed from outside)
-            spare.discard()
-            spare = None
-        if spare is None:
+            child = self._spares.pop(key, None)
+        if child is not None and child.proc.poll() is not None:  # it died while waiting (e.g. killed from outside)
+            child.discard()
+            child = None
+        if child is None:
             try:
-                spare = self._spawner.submit(start_child, options).result()
+                child = self._spawner.submit(start_child, options).result()
             except RuntimeError:  # interpreter shutting down: no spawner thread any more
-                spare = start_child(options)
-        child = spare
+                child = start_child(options)
         if prewarm:
             self._refill(options, key)
         return child
@@ -173,16 +172,14 @@ class ChildPool:
         def start() -> None:
             evicted: list[Child] = []
             try:
-                child = start_child(options)
+                child: Child | None = start_child(options)
             except OSError:
-                return  # no spare this time; the next job starts its own child
-            finally:
-                with self._lock:
-                    self._refilling.discard(key)
+                child = None  # no spare this time; the next job starts its own child
             with self._lock:
-                if self._closed or key in self._spares:
+                self._refilling.discard(key)
+                if child is not None and (self._closed or key in self._spares):
                     evicted.append(child)
-                else:
+                elif child is not None:
                     self._spares[key] = child
                     while len(self._spares) > MAX_SPARES:
                         evicted.append(self._spares.popitem(last=False)[1])

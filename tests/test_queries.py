@@ -191,3 +191,12 @@ def test_connection_cache_notices_rebuilt_store(fixture_store):
         assert connect(fixture_store) is not first
     finally:
         os.utime(meta, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def test_new_results_refresh_memoized_answers(fixture_store, tmp_path, monkeypatch):
+    runs_dir = tmp_path / "growing"
+    monkeypatch.setenv("TLX_RUNS_DIR", str(runs_dir))
+    assert [r for r in api.failures(fixture_store).to_pylist() if r["source"] == "measured"] == []
+    write_results(runs_dir, [result("train/000000", "failed", "timeout")], name="worker-2.jsonl")
+    measured = [r for r in api.failures(fixture_store).to_pylist() if r["source"] == "measured"]
+    assert [(r["error_type"], r["rows"]) for r in measured] == [("timeout", 1)]

@@ -70,6 +70,13 @@ ENV_CHECK = '''
 import os
 assert "TLX_TEST_SECRET" not in os.environ, "secret leaked into the sandbox"
 assert os.environ["HOME"] == os.getcwd(), "HOME is not the job's temp dir"
+assert os.path.dirname(os.environ["TRITON_CACHE_DIR"]) == os.path.dirname(os.getcwd()), "cache not per job"
+'''
+SHARED_CACHE = '''
+import hashlib, os
+with open(__file__, "rb") as fh:
+    sha = hashlib.sha256(fh.read()).hexdigest()
+assert os.environ["TRITON_CACHE_DIR"] == os.path.join({shared!r}, sha), os.environ["TRITON_CACHE_DIR"]
 '''
 
 
@@ -143,13 +150,18 @@ def verdicts(tmp_path_factory) -> dict[str, object]:
             return name, orphaned_child(tmp_path_factory.mktemp("orphan"))
         if name == "cancel":
             return name, cancelled_job(work)
+        if name == "shared_cache":
+            shared = tmp_path_factory.mktemp("triton-cache")
+            program = SHARED_CACHE.format(shared=str(shared)) + (PROGRAMS / "correct_add.py").read_text()
+            return name, evaluate_in_sandbox(program, options(work_root=str(work), triton_cache_dir=str(shared)),
+                                             result_id=name)
         program, timeout = jobs[name]
         return name, evaluate_in_sandbox(program, options(timeout_s=timeout, work_root=str(work)), result_id=name)
 
     try:
         with ThreadPoolExecutor(max_workers=4) as pool:
             first = ["grandchild", "timeout_hang", "orphan", "cancel"]
-            results = dict(pool.map(run, [*first, *jobs.keys() - set(first), "cli"]))
+            results = dict(pool.map(run, [*first, *jobs.keys() - set(first), "shared_cache", "cli"]))
     finally:
         del os.environ["TLX_TEST_SECRET"]
     spares = POOL.spares()
@@ -274,6 +286,11 @@ def test_hang_is_killed_with_its_process_tree(verdicts):
 def test_environment_is_scrubbed(verdicts):
     r = verdicts["env"]
     assert r.status == "ok", r.message
+
+
+def test_shared_triton_cache_is_keyed_by_program_hash(verdicts):
+    r = verdicts["shared_cache"]
+    assert r.status == "ok", (r.message, r.traceback)
 
 
 def test_cli_eval_json_exit_zero(verdicts):

@@ -144,6 +144,7 @@ def test_verdicts_of_good_wrong_and_stored_programs(service):
     assert row["row_id"] == "train/000000" and row["attempts"] == 1
     for job in (good, wrong, row):
         assert len(logged(service.runs_dir, job["result"]["program_sha256"])) == 1
+        assert (service.runs_dir / "triton-cache" / job["result"]["program_sha256"]).is_dir()  # shared cache
     listed = {j["id"]: j["state"] for j in client.jobs(limit=10)}
     assert listed[good["id"]] == "done" and listed[row["id"]] == "done"
 

@@ -1,7 +1,6 @@
--- Every filtered row of one problem with its label (the latency distribution).
-SELECT id, y, ok, split, holdout_group, candidate_key, static_error
+-- Every filtered row of one problem (the macro's problem argument) with its label: the latency distribution.
+SELECT id, y, ok, split, candidate_key
 FROM filtered(
     $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
     $f_source::VARCHAR)
-WHERE problem_key = $problem_key
 ORDER BY y NULLS LAST, id;

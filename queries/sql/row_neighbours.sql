@@ -1,13 +1,16 @@
 -- Place of one row in its problem's ranking (y ascending, failures last, ties by id): previous and next ids.
-WITH ranked AS (
-    SELECT
-        id,
-        lag(id) OVER w AS prev_id,
-        lead(id) OVER w AS next_id,
-        row_number() OVER w AS position,
-        count(*) OVER () AS problem_rows
+-- One pass over the problem's rows comparing ranking keys; no sort.
+WITH cur AS (
+    SELECT problem_key, (y IS NULL, coalesce(y, 0), id) AS k FROM programs WHERE id = $row_id
+),
+ranked AS (
+    SELECT id, (y IS NULL, coalesce(y, 0), id) AS k
     FROM programs
-    WHERE problem_key = (SELECT problem_key FROM programs WHERE id = $row_id)
-    WINDOW w AS (ORDER BY y NULLS LAST, id)
+    WHERE problem_key = (SELECT problem_key FROM cur)
 )
-SELECT prev_id, next_id, position, problem_rows FROM ranked WHERE id = $row_id;
+SELECT
+    arg_max(id, k) FILTER (WHERE k < (SELECT k FROM cur)) AS prev_id,
+    arg_min(id, k) FILTER (WHERE k > (SELECT k FROM cur)) AS next_id,
+    count(*) FILTER (WHERE k <= (SELECT k FROM cur)) AS position,
+    count(*) AS problem_rows
+FROM ranked;
