@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor
 
 from queries.parse import parse_program
 
@@ -49,30 +50,33 @@ class _Joined:
         self.parts = parts
 
     def get(self):
-        return [row for part in self.parts for row in part.get()]
+        return [row for part in self.parts for row in part.result()]
 
 
 class ParsePool:
-    """`submit(texts).get()` -> parse_rows(texts); `depth` is how many submissions may be in flight."""
+    """`submit(texts).get()` -> parse_rows(texts); `depth` is how many submissions may be in flight.
+
+    Workers come from a forkserver (safe in a threaded parent); a worker that dies makes `get` raise
+    BrokenProcessPool instead of hanging.
+    """
 
     def __init__(self, workers: int | None, total_rows: int):
         workers = workers or os.cpu_count() or 1
         self.pool = None
         self.depth = 0
         if workers > 1 and total_rows >= PARALLEL_MIN_ROWS:
-            self.pool = multiprocessing.get_context("forkserver").Pool(workers)
+            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"))
             self.depth = 2 * workers
 
     def submit(self, texts: list[str | None]):
         if self.pool is None:
             return _Done(parse_rows(texts))
         chunks = [texts[i : i + CHUNK_ROWS] for i in range(0, len(texts), CHUNK_ROWS)]
-        return _Joined([self.pool.apply_async(parse_rows, (c,)) for c in chunks])
+        return _Joined([self.pool.submit(parse_rows, c) for c in chunks])
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         if self.pool is not None:
-            self.pool.terminate() if exc[0] else self.pool.close()
-            self.pool.join()
+            self.pool.shutdown(wait=True, cancel_futures=exc[0] is not None)
