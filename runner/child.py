@@ -174,6 +174,11 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel) -> dict[str,
                     "message": "CUDA requested but torch sees no CUDA device", "device": "cuda"}
     import triton  # noqa: F401 - imported after TRITON_INTERPRET is settled
 
+    if device == "cpu":
+        from runner import interpreter_compat
+
+        interpreter_compat.install()
+
     from runner.evaluate import evaluate_program
     from runner.system import collect_system
 
@@ -181,8 +186,12 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel) -> dict[str,
     if device == "cpu":
         from runner import cuda_remap
 
+        from runner import interpreter_compat
+
         if cuda_remap.remapped():
             flags.append("cuda_remapped_to_cpu")
+        if interpreter_compat.narrowed():
+            flags.append("autotune_first_config_only")
     verdict["flags"] = verdict.get("flags", []) + flags
     channel.send({"event": "stage", "stage": "collecting system info"})
     verdict["system"] = collect_system(probe_gpu=device == "cuda")

@@ -32,6 +32,7 @@ DESIGN_KEYS = {
 }
 EXPECTED = {
     "correct_add": None,
+    "autotuned": None,
     "wrong_output": ErrorType.OUTPUT_MISMATCH,
     "fake_verdict": ErrorType.OUTPUT_MISMATCH,
     "shape_mismatch": ErrorType.SHAPE_MISMATCH,
@@ -194,6 +195,10 @@ def test_correct_program_on_cpu(verdicts):
     assert {"interpreted_no_timing", "cuda_remapped_to_cpu"} <= set(r.flags)
     assert r.system["torch"] and r.system["triton"] and r.system["python"]
     assert len(r.program_sha256) == 64 and r.duration_s > 0 and r.finished_at
+
+
+def test_autotuned_kernel_runs_first_config_under_interpreter(verdicts):
+    assert "autotune_first_config_only" in verdicts["autotuned"].flags
 
 
 def test_wrong_program_reports_difference(verdicts):
