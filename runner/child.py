@@ -184,9 +184,7 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel) -> dict[str,
 
     verdict = evaluate_program(program, options, device, lambda s: channel.send({"event": "stage", "stage": s}))
     if device == "cpu":
-        from runner import cuda_remap
-
-        from runner import interpreter_compat
+        from runner import cuda_remap, interpreter_compat
 
         if cuda_remap.remapped():
             flags.append("cuda_remapped_to_cpu")

@@ -170,7 +170,18 @@ class Evaluation:
         return {"status": "ok", "error_type": None, "message": msg, **timed}
 
 
+def _full_fp32() -> None:
+    """TF32 off (cuDNN turns it on for convolutions by default): the 1e-4 fp32 tolerance assumes a true fp32
+    reference. A candidate may still turn it on for itself; that is its choice and is measured as such."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
 def evaluate_program(path: str, options: EvalOptions, device: str, emit: Callable[[str], None]) -> dict[str, Any]:
+    if device == "cuda":
+        _full_fp32()
     ev = Evaluation(path, options, device, emit)
     try:
         verdict = ev.run()
@@ -184,6 +195,7 @@ def evaluate_program(path: str, options: EvalOptions, device: str, emit: Callabl
         "correctness": {
             "trials": options.trials, "seed": options.seed, "legacy_tolerance": options.legacy_tolerance,
             "atol": options.atol, "rtol": options.rtol, "tolerance_by_dtype": "kernelbench",
+            "tf32": False,
         },
         "timing": timing.method_record(options.timing) if device == "cuda" else None,
         "timeout_s": options.timeout_s,

@@ -44,7 +44,7 @@ def _torch_cuda() -> dict[str, Any]:
         return {}
     info: dict[str, Any] = {"torch": torch.__version__, "torch_cuda": torch.version.cuda}
     try:
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
+        if torch.cuda.is_available():
             props = torch.cuda.get_device_properties(torch.cuda.current_device())
             info.update(
                 gpu=props.name,
@@ -59,7 +59,8 @@ def _torch_cuda() -> dict[str, Any]:
 
 
 def collect_system(probe_gpu: bool = True) -> dict[str, Any]:
-    """Versions and machine facts; GPU facts when torch has initialised CUDA in this process (probe_gpu)."""
+    """Versions and machine facts; with probe_gpu (the child of a CUDA run) also the GPU's, even when the program
+    failed before touching CUDA, so that every CUDA verdict names its hardware (bulk resume keys on it)."""
     info: dict[str, Any] = {
         "hostname": socket.gethostname(),
         "time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

@@ -1,14 +1,15 @@
 """CUDA timing (design §4) that agrees with `triton.testing.do_bench` and still catches side-stream work.
 
-Per trial: an L2 flush (a 256 MB write, queued like do_bench's), a start event, the call, an end event recorded
-as soon as the call returns, then a device synchronize; the event time is the sample. Events only see the current
-stream, so each trial also takes the host wall time from just before the call to just after the synchronize.
-An empty call timed the same way once per process (`calibrate`) gives the host overhead of a trial (flush still
-draining, synchronize latency). When the wall median exceeds the event median by more than that overhead plus
-max(0.05 ms, half the event median), work ran outside the current stream: the trial is flagged
-`side_stream_suspect` and the wall times minus the overhead become the timing (`decide`). Warm-up calls stay
-out of the timed set; trials stop adaptively on the relative standard error of the median, a time budget or
-max_trials."""
+Timed trials run like do_bench's: per trial an L2 flush (a 256 MB write), a start event, the call, an end event,
+with no host synchronize between trials inside a batch of CHECK_EVERY trials (the host runs ahead, so launch
+overhead is not timed as GPU time); the device is synchronized after each batch (which also waits for work on
+other streams) and the stopping rule is looked at. Events only see the current stream, so a check pass first
+times SIDE_CHECK_TRIALS calls one by one, each followed by a device synchronize, taking both the event time and
+the host wall time. An empty call timed the same way once per process (`calibrate`) gives the host overhead of a
+synced trial. When the wall median exceeds the event median by more than that overhead plus max(0.05 ms, half
+the event median), work ran outside the current stream: the result is flagged `side_stream_suspect` and synced
+wall times minus the overhead become the timing (`decide`). Warm-up calls stay out of the timed set; trials stop
+adaptively on the relative standard error of the median, a time budget or max_trials."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from runner.result import Timing
 MIN_TRIALS_UNDER_BUDGET = 3  # the budget may stop a slow program before min_trials, never before this
 CHECK_EVERY = 10  # trials between two looks at the stopping rule
 CALIBRATION_TRIALS = 50
+SIDE_CHECK_TRIALS = 20
 SIDE_STREAM_MIN_MS = 0.05  # wall - event - overhead above max(this, SIDE_STREAM_FRACTION * event): suspect
 SIDE_STREAM_FRACTION = 0.5
 SOURCE_EVENTS = "cuda_events"
@@ -121,6 +123,40 @@ def calibrate(opts: TimingOptions) -> float:
     return _host_overhead_ms
 
 
+def _batched_events(fn: Callable[[], Any], flush: Any, k: int) -> list[float]:
+    """k trials queued back to back like do_bench's (flush, start event, call, end event), then one synchronize."""
+    import torch
+
+    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(k)]
+    for start, end in pairs:
+        if flush is not None:
+            flush.zero_()
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    return [start.elapsed_time(end) for start, end in pairs]
+
+
+def _adaptive(batch: Callable[[int], list[float]], opts: TimingOptions) -> tuple[list[float], list[str]]:
+    """Collect samples a batch at a time until the stopping rule, the time budget or max_trials."""
+    samples: list[float] = []
+    flags: list[str] = []
+    deadline = time.perf_counter() + opts.time_budget_s
+    while len(samples) < opts.max_trials:
+        samples.extend(batch(min(CHECK_EVERY, opts.max_trials - len(samples))))
+        n = len(samples)
+        if time.perf_counter() > deadline and n >= MIN_TRIALS_UNDER_BUDGET:
+            flags.append("timing_budget_spent")
+            if n < opts.min_trials:
+                flags.append("timing_below_min_trials")
+            return samples, flags
+        if n >= opts.min_trials and rel_err_of_median(samples) < opts.target_rel_err:
+            return samples, flags
+    flags.append("timing_max_trials")
+    return samples, flags
+
+
 def time_cuda_events(fn: Callable[[], Any], opts: TimingOptions) -> tuple[Timing, list[str]]:
     """Time `fn` on the current CUDA device; returns the summary and flags about the loop and the decision."""
     import torch
@@ -131,29 +167,18 @@ def time_cuda_events(fn: Callable[[], Any], opts: TimingOptions) -> tuple[Timing
         fn()
     torch.cuda.synchronize()
     flush = _flush_buffer(opts)
-    events: list[float] = []
-    walls: list[float] = []
-    flags: list[str] = []
-    deadline = time.perf_counter() + opts.time_budget_s
-    while len(events) < opts.max_trials:
-        ev, wall = _trial(fn, flush)
-        events.append(ev)
-        walls.append(wall)
-        n = len(events)
-        if time.perf_counter() > deadline and n >= MIN_TRIALS_UNDER_BUDGET:
-            flags.append("timing_budget_spent")
-            if n < opts.min_trials:
-                flags.append("timing_below_min_trials")
-            break
-        if n >= opts.min_trials and n % CHECK_EVERY == 0 and rel_err_of_median(events) < opts.target_rel_err:
-            break
+    checks = [_trial(fn, flush) for _ in range(SIDE_CHECK_TRIALS)]
+    d = decide([c[0] for c in checks], [c[1] for c in checks], overhead)
+    if d.side_stream_suspect:
+        def batch(k: int) -> list[float]:
+            return [max(_trial(fn, flush)[1] - overhead, 0.0) for _ in range(k)]
     else:
-        flags.append("timing_max_trials")
-    del flush
-    d = decide(events, walls, overhead)
+        def batch(k: int) -> list[float]:
+            return _batched_events(fn, flush, k)
+    samples, flags = _adaptive(batch, opts)
     if d.side_stream_suspect:
         flags.append("side_stream_suspect")
-    timing = summarize(d.samples_ms, time.perf_counter() - t0, source=d.source, event_median_ms=d.event_median_ms,
+    timing = summarize(samples, time.perf_counter() - t0, source=d.source, event_median_ms=d.event_median_ms,
                        wall_median_ms=d.wall_median_ms, host_overhead_ms=d.host_overhead_ms)
     return timing, flags
 
@@ -178,8 +203,9 @@ def method_record(opts: TimingOptions) -> dict[str, Any]:
     if opts.method == "do_bench":
         name = "triton_do_bench_median"
     else:
-        name = "cuda_events_l2flush_end_then_sync_adaptive+wall_side_stream_check"
+        name = "cuda_events_l2flush_batched_like_do_bench_adaptive+synced_wall_side_stream_check"
     params = {k: getattr(opts, k) for k in opts.__dataclass_fields__}
     return {"name": name, **params, "side_stream_rule": {
         "min_ms": SIDE_STREAM_MIN_MS, "fraction_of_event": SIDE_STREAM_FRACTION,
-        "calibration_trials": CALIBRATION_TRIALS, "fallback": SOURCE_WALL}}
+        "calibration_trials": CALIBRATION_TRIALS, "check_trials": SIDE_CHECK_TRIALS, "batch": CHECK_EVERY,
+        "fallback": SOURCE_WALL}}

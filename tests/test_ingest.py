@@ -199,3 +199,29 @@ def test_ensure_sample_store_builds_and_refreshes(tmp_path, monkeypatch):
         ensure_sample_store(settings)
     explicit = load_settings({"TLX_STORE": str(tmp_path / "mine")})
     assert ensure_sample_store(explicit) == tmp_path / "mine"
+
+
+def test_sources_globs_folders_and_hf(tmp_path, monkeypatch):
+    import huggingface_hub
+
+    from queries.sources import SourceError, resolve_sources
+
+    paths = write_fixture_shard(tmp_path / "snap" / "data")
+    (tmp_path / "snap" / "data" / "valid.parquet").write_bytes(paths[0].read_bytes())
+    found = resolve_sources([str(tmp_path / "snap"), str(tmp_path / "snap" / "data" / "t*.parquet")])
+    assert [(f.path.name, f.split) for f in found] == [
+        ("test.parquet", "test"), ("train.parquet", "train"), ("valid.parquet", "valid")]
+    calls = []
+    monkeypatch.setattr(huggingface_hub, "snapshot_download",
+                        lambda **kw: calls.append(kw) or str(tmp_path / "snap"))
+    assert len(resolve_sources(["hf://datasets/makora-ai/triton-gpu-latency"])) == 3
+    assert calls[0]["repo_id"] == "makora-ai/triton-gpu-latency" and calls[0]["repo_type"] == "dataset"
+
+    def offline(**kw):
+        raise OSError("no network")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
+    with pytest.raises(SourceError, match="download failed .*no network"):
+        resolve_sources(["hf://datasets/makora-ai/triton-gpu-latency"])
+    with pytest.raises(SourceError, match="matches no .parquet"):
+        resolve_sources([str(tmp_path / "nothing*.parquet")])

@@ -21,6 +21,7 @@ HOSTILE = [
     "$f_split",
     "ümlaut ✓ 日本語 🚀",
     "x" * 10_000,
+    "nul\x00byte",
 ]
 FILTER_FIELDS = ("split", "holdout_group", "problem_key", "error_type")
 

@@ -1,6 +1,6 @@
 -- The k fastest correct candidates of one problem (the macro's problem argument), copies (same candidate_key)
 -- folded into their fastest row, ties broken by id; speedup against the median label of the problem's
--- filtered correct rows.
+-- filtered correct rows. Hash aggregates and joins only (no window sort over the problem's rows).
 WITH rows AS (
     SELECT id, y, split, n_kernels, kernel_names, autotuned, cand_chars, candidate_key
     FROM filtered(
@@ -8,28 +8,36 @@ WITH rows AS (
     $f_source::VARCHAR)
     WHERE ok
 ),
-copies AS (
-    SELECT
-        *,
-        row_number() OVER (PARTITION BY candidate_key ORDER BY y, id) AS copy_rank,
-        count(*) OVER (PARTITION BY candidate_key) AS copies,
-        max(y) OVER (PARTITION BY candidate_key) AS y_copies_max
+folded AS (
+    SELECT candidate_key, min(y) AS y, max(y) AS y_copies_max, count(*) AS copies
     FROM rows
+    GROUP BY candidate_key
+),
+top AS (  -- every candidate as fast as the k-th fastest, so ties at the cut are broken by id below
+    SELECT * FROM folded
+    WHERE y <= coalesce((SELECT y FROM folded ORDER BY y LIMIT 1 OFFSET greatest($k - 1, 0)), 'infinity'::DOUBLE)
+),
+best AS (
+    SELECT t.candidate_key, min(r.id) AS id
+    FROM top t
+    JOIN rows r ON r.candidate_key = t.candidate_key AND r.y = t.y
+    GROUP BY t.candidate_key
 )
 SELECT
-    row_number() OVER (ORDER BY y, id) AS rank,
-    id,
-    y,
-    copies,
-    y_copies_max,
-    (SELECT median(y) FROM rows) / y AS speedup_vs_median,
-    split,
-    n_kernels,
-    kernel_names,
-    autotuned,
-    cand_chars,
-    candidate_key
-FROM copies
-WHERE copy_rank = 1
-ORDER BY y, id
+    row_number() OVER (ORDER BY t.y, b.id) AS rank,
+    b.id,
+    t.y,
+    t.copies,
+    t.y_copies_max,
+    (SELECT median(y) FROM rows) / t.y AS speedup_vs_median,
+    r.split,
+    r.n_kernels,
+    r.kernel_names,
+    r.autotuned,
+    r.cand_chars,
+    t.candidate_key
+FROM top t
+JOIN best b ON b.candidate_key = t.candidate_key
+JOIN rows r ON r.id = b.id
+ORDER BY t.y, b.id
 LIMIT $k;
