@@ -35,6 +35,7 @@ if not totals["rows"]:
 
 left, right = st.columns([3, 2])
 with left:
+    charts.show(charts.log_histogram(ov.y_histogram, cfg.label_unit), key="overview_histogram")
     charts.show(charts.quantile_curve(ov.y_quantiles, cfg.label_unit), key="overview_quantiles")
     st.caption("Labels mix problems of very different sizes, so most of this spread is between problems: "
                "open a problem for a meaningful distribution.")

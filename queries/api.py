@@ -37,12 +37,17 @@ PROBLEM_SORTS = (
 class Overview:
     """`totals`: one dict (rows, ok_rows, failed_rows, failure_rate, problems, distinct_candidates, train_rows,
     test_rows, autotuned_rows, static_error_rows, mean_kernels); `groups`: per split/holdout group rows and
-    failure rate; `y_quantiles`: q, y; `kernels`: rows and failures per number of kernels."""
+    failure rate; `y_quantiles`: q, y; `y_histogram`: bin_lo, bin_hi, rows (log10 bins of the label);
+    `kernels`: rows and failures per number of kernels."""
 
     totals: dict
     groups: pa.Table
     y_quantiles: pa.Table
+    y_histogram: pa.Table
     kernels: pa.Table
+
+
+HISTOGRAM_BINS_PER_DECADE = 10
 
 
 def overview(store: Path | str, f: Filters = NO_FILTERS) -> Overview:
@@ -52,6 +57,8 @@ def overview(store: Path | str, f: Filters = NO_FILTERS) -> Overview:
         totals=db.execute("overview_totals", params, memo=True).to_pylist()[0],
         groups=db.execute("overview_groups", params, memo=True),
         y_quantiles=db.execute("overview_y_quantiles", params, memo=True),
+        y_histogram=db.execute("overview_y_histogram", {**params, "bins_per_decade": HISTOGRAM_BINS_PER_DECADE},
+                               memo=True),
         kernels=db.execute("overview_kernels", params, memo=True),
     )
 

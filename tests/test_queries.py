@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 
 import pyarrow.parquet as pq
@@ -56,6 +57,21 @@ def test_overview_totals_groups_quantiles(fixture_store):
     assert dict(zip(o.kernels["n_kernels"].to_pylist(), o.kernels["rows"].to_pylist(), strict=True)) == {0: 1, 1: 14}
     test_only = api.overview(fixture_store, Filters(split="test", status="failed"))
     assert test_only.totals["rows"] == 2 and test_only.totals["ok_rows"] == 0
+
+
+def test_overview_histogram_bins_every_label_once(fixture_store):
+    ys = [r["y"] for r in fixture_rows() if r["y"] is not None]
+    bins = api.overview(fixture_store).y_histogram.to_pylist()
+    assert sum(b["rows"] for b in bins) == len(ys)
+    per_decade = api.HISTOGRAM_BINS_PER_DECADE
+    expected: dict[int, int] = {}
+    for y in ys:  # by hand: the log10 bin each label falls in
+        b = math.floor(math.log10(y) * per_decade)
+        expected[b] = expected.get(b, 0) + 1
+    got = {round(math.log10(b["bin_lo"]) * per_decade): b["rows"] for b in bins}
+    assert got == expected
+    for b in bins:
+        assert b["bin_hi"] == pytest.approx(b["bin_lo"] * 10 ** (1 / per_decade))
 
 
 def test_problems_table(fixture_store, keys):

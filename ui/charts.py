@@ -35,6 +35,21 @@ def quantile_curve(quantiles, unit: str) -> go.Figure:
     return _layout(fig)
 
 
+def log_histogram(bins, unit: str) -> go.Figure:
+    """Rows per log10 bin of the label (bin_lo, bin_hi, rows from the queries layer), on a log x axis."""
+    df = bins.to_pandas()
+    centers = np.sqrt(df["bin_lo"] * df["bin_hi"])
+    fig = go.Figure(
+        go.Bar(x=centers, y=df["rows"], width=df["bin_hi"] - df["bin_lo"], marker_color="#4C78A8",
+               customdata=np.stack([df["bin_lo"], df["bin_hi"]], axis=-1),
+               hovertemplate="%{customdata[0]:.4g} to %{customdata[1]:.4g}: %{y:,} rows<extra></extra>")
+    )
+    fig.update_xaxes(type="log", title=f"label ({unit}, log scale)")
+    fig.update_yaxes(title="rows")
+    fig.update_layout(title="Label distribution (all problems)")
+    return _layout(fig)
+
+
 def _log_ticks(lo: float, hi: float) -> dict:
     """Tick positions/labels for an axis that holds log10 values: 1-2-5 steps within the range."""
     ticks = [e + math.log10(m) for e in range(math.floor(lo) - 1, math.ceil(hi) + 1) for m in (1, 2, 5)]

@@ -1,0 +1,16 @@
+-- The label y over the filtered rows, binned on a log10 scale ($bins_per_decade bins per factor of ten):
+-- bin_lo/bin_hi are the bin's edges in label units. The overview draws it as a log-x histogram.
+WITH b AS (
+    SELECT floor(log10(y) * $bins_per_decade::INTEGER) AS bin
+    FROM filtered(
+        $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
+        $f_source::VARCHAR)
+    WHERE y > 0
+)
+SELECT
+    pow(10, bin / $bins_per_decade::INTEGER) AS bin_lo,
+    pow(10, (bin + 1) / $bins_per_decade::INTEGER) AS bin_hi,
+    count(*) AS rows
+FROM b
+GROUP BY bin
+ORDER BY bin;
