@@ -98,13 +98,13 @@ class Database:
 
     def refresh_runs(self) -> None:
         """Reload the `runs` table when the result files changed since the last load."""
-        signature = results_signature(self.runs_dir)
+        signature = results_signature(self.store.path, self.runs_dir)
         if signature == self._runs_signature:
             return
         with self._lock:
             if signature == self._runs_signature:
                 return
-            table, skipped = load_run_results(self.runs_dir)
+            table, skipped = load_run_results(self.store.path, self.runs_dir)
             cursor = self.con.cursor()
             try:
                 cursor.register("runs_arrow", table)

@@ -76,6 +76,7 @@ def ingest(
             sample=sample,
             build_seconds=round(time.monotonic() - started, 2),
         )
+        summary["shipped_runs"] = _copy_shipped_runs(checked, tmp)
         (tmp / "meta.json").write_text(json.dumps(summary, indent=1))
         _swap(tmp, store)
     except BaseException:
@@ -205,6 +206,18 @@ def _map_problem_ids(index: pa.Table) -> pa.Table:
                               ("level", levels, pa.int32())):
         index = index.set_column(index.schema.get_field_index(name), name, pa.array(values, typ))
     return index
+
+
+def _copy_shipped_runs(checked, tmp: Path) -> list[str]:
+    """Run results published beside the source files (`runs-*.jsonl`, e.g. the sample's measured H200 runs) travel
+    with the store into `STORE/results/`, where the queries layer reads them next to the runner's own."""
+    folders = dict.fromkeys(source.path.parent for source, _ in checked)
+    shipped = sorted(p for folder in folders for p in folder.glob("runs-*.jsonl") if p.is_file())
+    if shipped:
+        (tmp / "results").mkdir()
+    for path in shipped:
+        shutil.copy2(path, tmp / "results" / path.name)
+    return [str(p) for p in shipped]
 
 
 def _swap(tmp: Path, store: Path) -> None:

@@ -1,4 +1,6 @@
-"""Read run results (`RUNS_DIR/results/*.jsonl`, one RunResult JSON object per line) into one flat Arrow table.
+"""Read run results (`ROOT/results/*.jsonl`, one RunResult JSON object per line) into one flat Arrow table.
+
+The roots are the runner's `RUNS_DIR` and the store itself (runs published with a store, e.g. the sample's).
 
 Lines that are not JSON objects are skipped and counted (a writer may be in the middle of a line); a missing
 folder gives an empty table with the same columns.
@@ -47,24 +49,24 @@ RUNS_SCHEMA = pa.schema(
 )
 
 
-def results_files(runs_dir: Path | None) -> list[Path]:
-    if runs_dir is None:
-        return []
-    folder = Path(runs_dir) / RESULTS_SUBDIR
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.glob("*.jsonl") if p.is_file())
+def results_files(*roots: Path | None) -> list[Path]:
+    files: list[Path] = []
+    for root in roots:
+        folder = Path(root) / RESULTS_SUBDIR if root is not None else None
+        if folder is not None and folder.is_dir():
+            files.extend(sorted(p for p in folder.glob("*.jsonl") if p.is_file()))
+    return files
 
 
-def results_signature(runs_dir: Path | None) -> tuple:
-    """Cheap fingerprint (name, size, mtime) of the result files, to notice new results."""
+def results_signature(*roots: Path | None) -> tuple:
+    """Cheap fingerprint (path, size, mtime) of the result files, to notice new results."""
     signature = []
-    for path in results_files(runs_dir):
+    for path in results_files(*roots):
         try:
             stat = path.stat()
         except OSError:
             continue
-        signature.append((path.name, stat.st_size, stat.st_mtime_ns))
+        signature.append((str(path), stat.st_size, stat.st_mtime_ns))
     return tuple(signature)
 
 
@@ -128,11 +130,11 @@ def flatten_result(obj: dict, results_file: str, line: int) -> dict:
     }
 
 
-def load_run_results(runs_dir: Path | None) -> tuple[pa.Table, int]:
-    """All results under `runs_dir/results/` → (table of `RUNS_SCHEMA`, number of lines skipped as unreadable)."""
+def load_run_results(*roots: Path | None) -> tuple[pa.Table, int]:
+    """All results under `ROOT/results/` → (table of `RUNS_SCHEMA`, number of lines skipped as unreadable)."""
     rows: list[dict] = []
     skipped = 0
-    for path in results_files(runs_dir):
+    for path in results_files(*roots):
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:

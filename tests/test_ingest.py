@@ -225,3 +225,20 @@ def test_sources_globs_folders_and_hf(tmp_path, monkeypatch):
         resolve_sources(["hf://datasets/makora-ai/triton-gpu-latency"])
     with pytest.raises(SourceError, match="matches no .parquet"):
         resolve_sources([str(tmp_path / "nothing*.parquet")])
+
+
+def test_runs_published_beside_the_sources_travel_with_the_store(tmp_path):
+    from queries import api
+    from tests.queries_helpers import result
+
+    src = tmp_path / "src"
+    write_fixture_shard(src)
+    shipped = [result("train/000000", "ok", median_ms=0.5), result("test/000001", "failed", "compile_error")]
+    (src / "runs-gpu.jsonl").write_text("".join(json.dumps(r) + "\n" for r in shipped))
+    (src / "notes.jsonl").write_text("{}\n")  # only runs-*.jsonl files are run results
+    summary = ingest([str(src)], tmp_path / "store", progress=False)
+    assert summary["shipped_runs"] == [str(src / "runs-gpu.jsonl")]
+    assert sorted(p.name for p in (tmp_path / "store" / "results").iterdir()) == ["runs-gpu.jsonl"]
+    runs = api.runs(tmp_path / "store", tmp_path / "no-runner-runs")
+    assert sorted(zip(runs["row_id"].to_pylist(), runs["status"].to_pylist(), strict=True)) == [
+        ("test/000001", "failed"), ("train/000000", "ok")]
