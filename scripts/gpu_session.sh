@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The GPU figures of BENCHMARKS.md, in two bounded parts (each fits one device call of < 10 minutes):
+# The GPU figures of BENCHMARKS.md, in bounded parts (each fits one device call of < 10 minutes):
 #   part 1: environment, GPU tests, label run of every sample row on all visible GPUs (hang rows with a short timeout)
 #   part 2: bulk throughput on 1 vs all GPUs over the same rows (warm cache), reproducibility + do_bench agreement
 #   part 3: after a runner change: GPU tests, re-labelled rows, validation again
-# Usage: scripts/gpu_session.sh 1|2|3   (reads id lists from var/gpu/, writes under $OUT)
+# Usage: scripts/gpu_session.sh 1|2|3 (reads the id lists that `python scripts/gpu_ids.py` writes into var/gpu/;
+# carry var/gpu to the device machine; writes under $OUT)
 set -u
 export PYTHONUNBUFFERED=1
 OUTD=${OUT:-/tmp/tlx-out}; mkdir -p "$OUTD"
