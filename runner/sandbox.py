@@ -13,6 +13,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import secrets
 import signal
 import subprocess
 import threading
@@ -63,13 +64,17 @@ class _Capture(threading.Thread):
 
 
 class _Channel(threading.Thread):
-    """Reads the child's JSON-lines result channel: last stage seen and the final result."""
+    """Reads the child's JSON-lines result channel: last stage seen and the final result. A result counts only
+    when it carries this job's random key (sent in the spec): a program that finds the pipe and writes its own
+    verdict without the key is ignored (and flagged `forged_verdict`)."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, key: str) -> None:
         super().__init__(daemon=True)
         self.file = os.fdopen(fd, "rb")
+        self.key = key
         self.stage = "starting"
         self.result: dict[str, Any] | None = None
+        self.forged = False
 
     def run(self) -> None:
         for line in self.file:
@@ -80,12 +85,17 @@ class _Channel(threading.Thread):
             if event.get("event") == "stage":
                 self.stage = str(event.get("stage"))
             elif event.get("event") == "result" and isinstance(event.get("result"), dict):
-                self.result = event["result"]
+                if event.get("key") == self.key:
+                    self.result = event["result"]
+                else:
+                    self.forged = True
         self.file.close()
 
 
-def _group_rss_bytes(pgid: int) -> int:
-    total = 0
+def _group_usage(pgid: int) -> tuple[int, int]:
+    """(resident bytes, processes) of a process group. The process count is what bounds a fork bomb when the
+    child runs as root (the kernel does not apply RLIMIT_NPROC to root)."""
+    total = procs = 0
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -94,11 +104,12 @@ def _group_rss_bytes(pgid: int) -> int:
                 fields = fh.read().rsplit(")", 1)[1].split()
             if int(fields[2]) != pgid:  # fields after "(comm)": state ppid pgrp ...
                 continue
+            procs += 1
             with open(f"/proc/{pid}/statm") as fh:
                 total += int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
         except (OSError, IndexError, ValueError):
             continue
-    return total
+    return total, procs
 
 
 def _dump_stacks(proc: subprocess.Popen) -> None:
@@ -174,24 +185,29 @@ def _cancelled(stage: str) -> dict[str, Any]:
 def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
                cancel: threading.Event | None) -> dict[str, Any]:
     proc = child.proc
-    channel = _Channel(child.result_fd)
+    key = secrets.token_hex(16)
+    channel = _Channel(child.result_fd, key)
     child.result_fd = -1  # the channel reader owns it now
     out, err = (_Capture(proc.stdout, options.output_cap_bytes), _Capture(proc.stderr, options.output_cap_bytes))
     for t in (channel, out, err):
         t.start()
-    child.send_spec({"program": str(path), "options": options.to_dict(), "triton_cache_dir": str(cache_dir)})
+    child.send_spec({"program": str(path), "options": options.to_dict(), "triton_cache_dir": str(cache_dir),
+                     "channel_key": key})
     deadline = time.monotonic() + options.timeout_s
     killed_for: str | None = None
-    peak_rss = 0
+    peak_rss = peak_procs = 0
     while proc.poll() is None:
         if cancel is not None and cancel.is_set():
             killed_for = "cancel"
         elif time.monotonic() > deadline:
             killed_for = "timeout"
         else:
-            peak_rss = max(peak_rss, _group_rss_bytes(proc.pid))
+            rss, procs = _group_usage(proc.pid)
+            peak_rss, peak_procs = max(peak_rss, rss), max(peak_procs, procs)
             if peak_rss > options.memory_limit_bytes:
                 killed_for = "memory"
+            elif peak_procs > options.nproc_extra:
+                killed_for = "processes"
         if killed_for:
             if killed_for == "timeout":
                 _dump_stacks(proc)
@@ -202,15 +218,22 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
     kill_group(proc.pid)  # whatever the program left running in its session goes too
     for t in (channel, out, err):
         t.join(timeout=5)
-    return _verdict(proc.returncode, killed_for, channel, err, options, peak_rss)
+    verdict = _verdict(proc.returncode, killed_for, channel, err, options, peak_rss, peak_procs)
+    if channel.forged:
+        verdict["flags"] = [*verdict.get("flags", []), "forged_verdict"]
+    return verdict
 
 
 def _verdict(code: int, killed_for: str | None, channel: _Channel, err: _Capture, options: EvalOptions,
-             peak_rss: int) -> dict[str, Any]:
+             peak_rss: int, peak_procs: int) -> dict[str, Any]:
     stderr_tail = err.text_tail() or None
     if channel.result is not None and killed_for is None:
         return channel.result
     stage = channel.stage
+    if killed_for == "processes":
+        return {"status": "failed", "error_type": ErrorType.CRASHED.value, "flags": ["too_many_processes"],
+                "traceback": stderr_tail, "message": f"{peak_procs} processes, over the limit of "
+                f"{options.nproc_extra}; killed during '{stage}'"}
     if killed_for == "cancel":
         return {**_cancelled(f"during '{stage}'"), "traceback": stderr_tail}
     if killed_for == "timeout":
