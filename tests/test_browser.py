@@ -11,12 +11,11 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.ui_services import REPO, runner_service, streamlit_server
+from tests.ui_services import CHROMIUM, REPO, require_chromium, runner_service, streamlit_server
 from tests.ui_store import build_store
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SHOTS = REPO / "artifacts" / "screenshots"
@@ -25,8 +24,7 @@ SHOTS = REPO / "artifacts" / "screenshots"
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     """A store, a runner service on it and the explorer pointed at both; yields (base url, store)."""
-    if not CHROMIUM.exists():
-        pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
+    require_chromium()
     tmp = tmp_path_factory.mktemp("browser")
     store = build_store(tmp)
     runs = tmp / "runs"

@@ -57,18 +57,34 @@ def runner_service(store: Path, runs_dir: Path, token: str = "test-token-123") -
         _stop(proc)
 
 
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def require_chromium() -> None:
+    """Skip without Debian chromium, unless TLX_REQUIRE_BROWSER=1 (CI), where its absence is a failure."""
+    import pytest
+
+    if not CHROMIUM.exists():
+        if os.environ.get("TLX_REQUIRE_BROWSER") == "1":
+            pytest.fail("TLX_REQUIRE_BROWSER=1 but Debian chromium is not installed at /usr/bin/chromium")
+        pytest.skip("Debian chromium is not installed at /usr/bin/chromium (apt-get install chromium)")
+
+
+def streamlit_command(port: int) -> list[str]:
+    return [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port",
+            str(port), "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
+
+
 @contextlib.contextmanager
-def streamlit_server(env_overrides: dict[str, str]) -> Iterator[str]:
-    """`streamlit run app.py` headless on a free port; yields its base URL once it answers."""
+def streamlit_server(env_overrides: dict[str, str], command=streamlit_command) -> Iterator[str]:
+    """The explorer (`command(port)`, by default `streamlit run app.py` headless) on a free port, also given as
+    `PORT` in its environment; yields its base URL once it answers."""
     import urllib.request
 
     port = free_port()
-    env = dict(os.environ, **env_overrides)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port", str(port),
-         "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
+    env = dict(os.environ, **env_overrides, PORT=str(port))
+    proc = subprocess.Popen(command(port), cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
