@@ -15,3 +15,23 @@ def fixture_store(tmp_path_factory) -> Path:
     from tests.fixtures import build_fixture_store
 
     return build_fixture_store(tmp_path_factory.mktemp("fixture"))
+
+
+@pytest.fixture(autouse=True)
+def _navigation_owns_pages_folder(monkeypatch):
+    """A Streamlit server leaves its older `pages/` layout once app.py has called `st.navigation`, and
+    `ui/routing.py` forces that on a fresh server's first deep link (the browser tests check that for real).
+    AppTest resets the layout flag before every run, so here its pages manager turns the old layout off at once
+    and every AppTest run goes through app.py, as on a server."""
+    try:
+        import streamlit.testing.v1.app_test as app_test
+        from streamlit.runtime.pages_manager import PagesManager
+    except ImportError:
+        return
+
+    class NavigationPagesManager(PagesManager):
+        def __init__(self, *args, **kwargs):
+            PagesManager.uses_pages_directory = False
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(app_test, "PagesManager", NavigationPagesManager)
