@@ -76,6 +76,11 @@ PROBLEMS = {
 }
 
 
+def render(doc: str, expr: str, n: int, body: str, block: int = 256, kernel: str = "k") -> str:
+    """A whole program: reference `Model` computing `expr` on an n×n input, Triton candidate computing `body`."""
+    return REFERENCE.format(doc=doc, expr=expr, n=n) + CANDIDATE.format(kernel=kernel, body=body, block=block)
+
+
 def program(problem: str, block: int = 256, kernel: str = "k", variant: str = "") -> str:
     """One program of `problem`; `variant` changes the candidate: "comment", "syntax", "no_new", "no_kernel"."""
     p = PROBLEMS[problem]

@@ -11,71 +11,20 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tests.fixtures import render
+
 XSS_MARKER = "<script>window.__tlx_xss=1</script><b>bold</b>"
 
-_REFERENCE = '''import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    """{doc}"""
-
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x):
-        return {expr}
-
-
-N = {n}
-
-
-def get_inputs():
-    return [torch.randn(N)]
-
-
-def get_init_inputs():
-    return []
-'''
-
-_CANDIDATE = '''
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def {kernel}(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, {triton_expr}, mask=mask)
-
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-
-    def forward(self, x):
-        out = torch.empty_like(x)
-        n = x.numel()
-        {kernel}[(triton.cdiv(n, {block}),)](x, out, n, BLOCK={block})
-        return out
-'''
-
-PROBLEMS = [
-    ("ReLU activation", "torch.relu(x)", "tl.maximum(x, 0.0)", 4096),
-    ("Doubling", "x * 2", "x * 2.0", 2048),
-    ("Negation " + XSS_MARKER, "-x", "-x", 1024),
+PROBLEMS = [  # (title, reference expression, Triton expression, n: inputs are n×n)
+    ("ReLU activation", "torch.relu(x)", "tl.maximum(x, 0.0)", 64),
+    ("Doubling", "x * 2", "x * 2.0", 45),
+    ("Negation " + XSS_MARKER, "-x", "-x", 32),
 ]
 
 
 def program(problem: int, variant: int) -> str:
     doc, expr, triton_expr, n = PROBLEMS[problem]
-    block = 64 * (1 + variant % 4)
-    return _REFERENCE.format(doc=doc, expr=expr, n=n) + _CANDIDATE.format(
-        kernel=f"k{problem}_{variant % 4}", triton_expr=triton_expr, block=block
-    )
+    return render(doc, expr, n, triton_expr, block=64 * (1 + variant % 4), kernel=f"k{problem}_{variant % 4}")
 
 
 def _rows(split: str, count: int) -> dict:
