@@ -23,7 +23,7 @@ with cols[1]:
     holdout = widgets.choice("Holdout group", list(data.holdout_groups(info)), "holdout",
                              key="export_holdout")
 with cols[2]:
-    status = widgets.choice("Label", list(STATUSES), "status", key="export_status")
+    status = widgets.choice("Label", list(STATUSES), "status", key="export_status", closed=True)
 with cols[3]:
     problem = widgets.text_param("Problem key", "problem", key="export_problem")
 fastest = st.toggle("Only the fastest correct row per problem", value=links.param("fastest") == "1", key="export_fastest")

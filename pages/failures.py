@@ -21,7 +21,7 @@ with st.sidebar:
     holdouts = data.holdout_groups(info)
     holdout = widgets.choice("Holdout group", list(holdouts), "holdout", key="fail_holdout")
     problem = widgets.text_param("Problem key", "problem", key="fail_problem", placeholder="16 hex digits")
-    source = widgets.choice("Error source", list(ERROR_SOURCES), "source", key="fail_source")
+    source = widgets.choice("Error source", list(ERROR_SOURCES), "source", key="fail_source", closed=True)
 
 base = Filters(split=split, holdout_group=holdout, problem_key=problem or None, error_source=source)
 counts = api.failures(store, base).to_pandas()

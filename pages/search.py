@@ -16,7 +16,7 @@ cols = st.columns([4, 1, 1])
 with cols[0]:
     pattern = widgets.text_param("Text or pattern", "q", key="search_q", placeholder="e.g. tl.dot or @triton.autotune")
 mode = cols[1].radio("Match", ["substring", "regex"], index=1 if links.param("mode") == "regex" else 0, key="search_mode")
-limit = int(cols[2].number_input("Limit", min_value=1, max_value=1000, value=int(links.param("limit", "100")),
+limit = int(cols[2].number_input("Limit", min_value=1, max_value=1000, value=links.int_param("limit", 100, 1, 1000),
                                  key="search_limit"))
 ignore_case = st.toggle("Ignore case", value=links.param("icase") == "1", key="search_icase")
 links.sync_params(mode=mode if mode == "regex" else None, limit=limit if limit != 100 else None,

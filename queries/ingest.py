@@ -7,6 +7,7 @@ summary (printed and kept in meta.json) accounts for all of them. Layout: docs/A
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -63,6 +64,9 @@ def ingest(
             _say(f"skipping {exc}")
     if not checked:
         raise IngestError("no readable source file; the store was not changed")
+    duplicates = _duplicate_files([f.path for f, _ in checked])
+    for d in duplicates:
+        _say(f"warning: {d['file']} has the same content as {d['same_as']}; its rows are indexed again")
     store.parent.mkdir(parents=True, exist_ok=True)
     tmp = store.parent / f".{store.name}.building-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -70,6 +74,7 @@ def ingest(
         summary = _build(checked, bad, tmp, workers, batch_rows, code_rows_per_group, rows_per_shard,
                          skip_bad_files, progress)
         summary.update(
+            duplicate_files=duplicates,
             schema_version=SCHEMA_VERSION,
             built_at=datetime.now(UTC).isoformat(timespec="seconds"),
             code_rows_per_group=code_rows_per_group,
@@ -229,6 +234,32 @@ def _swap(tmp: Path, store: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+def _fingerprint(path: Path, edge: int = 1 << 20) -> tuple[int, str]:
+    """Size plus a hash of the first and last MiB: equal for copies of one file, cheap for large shards."""
+    size = path.stat().st_size
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        digest.update(fh.read(edge))
+        fh.seek(max(size - edge, 0))
+        digest.update(fh.read(edge))
+    return size, digest.hexdigest()
+
+
+def _duplicate_files(paths: list[Path]) -> list[dict]:
+    """Source files that are copies of an earlier one (the same path given twice is already folded by
+    `resolve_sources`). Policy: copies are indexed like any file (every row stays accounted for) and reported in
+    meta.json's `duplicate_files` and on stderr, so that an accidental copy is noticed."""
+    seen: dict[tuple[int, str], Path] = {}
+    duplicates = []
+    for path in paths:
+        key = _fingerprint(path)
+        if key in seen:
+            duplicates.append({"file": str(path), "same_as": str(seen[key])})
+        else:
+            seen[key] = path
+    return duplicates
+
+
 def format_summary(summary: dict, store: Path) -> str:
     lines = [
         f"store {store}: {summary['rows_read']:,} rows read, {summary['rows_indexed']:,} indexed, "
@@ -236,6 +267,8 @@ def format_summary(summary: dict, store: Path) -> str:
     ]
     lines += [f"  rejected {n:,}: {reason}" for reason, n in sorted(summary["reject_reasons"].items())]
     lines += [f"  bad file {b['file']}: {b['reason']}" for b in summary["bad_files"]]
+    lines += [f"  duplicate file {d['file']} (same content as {d['same_as']}), indexed again"
+              for d in summary.get("duplicate_files", [])]
     return "\n".join(lines)
 
 

@@ -97,7 +97,8 @@ def set_limits(options: EvalOptions, device: str) -> None:
 class Channel:
     """The result pipe, moved to a random high descriptor that subprocesses do not inherit."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, key: str = "") -> None:
+        self.key = key  # the parent accepts a result only with this job's key
         target = random.randrange(600, 1000)
         self.fd = os.dup2(fd, target, inheritable=False)
         os.close(fd)
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         spec = read_spec(args.spec_fd)
         options = EvalOptions.from_dict(spec.get("options") or {})
-        channel = Channel(args.result_fd)
+        channel = Channel(args.result_fd, str(spec.get("channel_key") or ""))
     except (ValueError, TypeError, OSError) as exc:
         print(f"runner.child: bad job spec: {exc}", file=sys.stderr)
         return ExitCode.USAGE
@@ -150,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
             "traceback": traceback.format_exc()[-6000:],
         }
     try:
-        channel.send({"event": "result", "result": verdict})
+        channel.send({"event": "result", "key": channel.key, "result": verdict})
     except OSError:
         return ExitCode.NO_CHANNEL
     return ExitCode.VERDICT
@@ -179,9 +180,12 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel) -> dict[str,
 
         interpreter_compat.install()
 
+    from runner import guard
     from runner.evaluate import evaluate_program
     from runner.system import collect_system
 
+    guard.install([os.getcwd(), os.path.dirname(os.getcwd()), os.environ.get("TRITON_CACHE_DIR", ""),
+                   *options.write_roots])
     verdict = evaluate_program(program, options, device, lambda s: channel.send({"event": "stage", "stage": s}))
     if device == "cpu":
         from runner import cuda_remap, interpreter_compat
@@ -190,6 +194,7 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel) -> dict[str,
             flags.append("cuda_remapped_to_cpu")
         if interpreter_compat.narrowed():
             flags.append("autotune_first_config_only")
+    flags += [f"refused: {what}" for what in dict.fromkeys(guard.refused())]
     verdict["flags"] = verdict.get("flags", []) + flags
     channel.send({"event": "stage", "stage": "collecting system info"})
     verdict["system"] = collect_system(probe_gpu=device == "cuda")

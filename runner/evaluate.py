@@ -75,6 +75,8 @@ class Evaluation:
             f = classify(exc, "load", self.path)
             tb = "".join(traceback.format_exception_only(type(exc), exc))
             raise self.fail(ErrorType.SYNTAX_ERROR, f.message, exception=f.exception, traceback=tb) from None
+        if self.device == "cuda":
+            timing.pin_clocks()
         spec = importlib.util.spec_from_file_location(MODULE_NAME, self.path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[MODULE_NAME] = module

@@ -53,6 +53,7 @@ class EvalOptions:
     triton_cache_dir: str | None = None  # None: fresh per job; else shared, one subfolder per program sha256
     visible_devices: str | None = None  # CUDA_VISIBLE_DEVICES for the job; None keeps the parent's
     work_root: str | None = None  # where job temp dirs are made; None: the system temp dir
+    write_roots: tuple[str, ...] = ()  # folders besides the job's own where the program may write (runner.guard)
     prewarm: bool = True  # keep a spare child with torch/triton imported for the next job (TLX_RUNNER_PREWARM=0: off)
 
     def __post_init__(self) -> None:
@@ -77,6 +78,8 @@ class EvalOptions:
         if unknown:
             raise ValueError(f"unknown eval options: {sorted(unknown)}")
         kw = dict(d)
+        if isinstance(kw.get("write_roots"), list):
+            kw["write_roots"] = tuple(kw["write_roots"])
         if isinstance(kw.get("timing"), dict):
             kw["timing"] = TimingOptions(**kw["timing"])
         return cls(**kw)

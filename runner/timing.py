@@ -87,20 +87,48 @@ def decide(event_ms: list[float], wall_ms: list[float], host_overhead_ms: float)
     return Decision(suspect, samples, ev, wall, host_overhead_ms)
 
 
+_perf_counter = time.perf_counter  # bound at import, before any program runs: patching time.perf_counter is moot
+_clocks: dict[str, Any] = {}
+
+
+def pin_clocks() -> None:
+    """Bind the CUDA clock functions now (the child calls this before loading the program), so that a program
+    that monkey-patches `torch.cuda.Event` or `torch.cuda.synchronize` does not change what the harness reads."""
+    import torch
+
+    event = torch.cuda.Event
+    _clocks.update(event=event, record=event.record, elapsed=event.elapsed_time, sync=torch.cuda.synchronize)
+
+
+def _event() -> Any:
+    if not _clocks:
+        pin_clocks()
+    return _clocks["event"](enable_timing=True)
+
+
+def _elapsed(start: Any, end: Any) -> float:
+    return _clocks["elapsed"](start, end)
+
+
+def _sync() -> None:
+    if not _clocks:
+        pin_clocks()
+    _clocks["sync"]()
+
+
 def _trial(fn: Callable[[], Any], flush: Any) -> tuple[float, float]:
     """One timed call: (event ms, wall ms)."""
-    import torch
 
     if flush is not None:
         flush.zero_()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    w0 = time.perf_counter()
+    start, end = _event(), _event()
+    _clocks["record"](start)
+    w0 = _perf_counter()
     fn()
-    end.record()
-    torch.cuda.synchronize()
-    w1 = time.perf_counter()
-    return start.elapsed_time(end), (w1 - w0) * 1000.0
+    _clocks["record"](end)
+    _sync()
+    w1 = _perf_counter()
+    return _elapsed(start, end), (w1 - w0) * 1000.0
 
 
 def _flush_buffer(opts: TimingOptions) -> Any:
@@ -113,10 +141,9 @@ def calibrate(opts: TimingOptions) -> float:
     """Wall median (ms) of an empty call timed like a trial; measured once per process."""
     global _host_overhead_ms
     if _host_overhead_ms is None:
-        import torch
 
         flush = _flush_buffer(opts)
-        torch.cuda.synchronize()
+        _sync()
         walls = [_trial(lambda: None, flush)[1] for _ in range(CALIBRATION_TRIALS)]
         _host_overhead_ms = statistics.median(walls[CALIBRATION_TRIALS // 5:])  # the first few warm up
         del flush
@@ -125,28 +152,27 @@ def calibrate(opts: TimingOptions) -> float:
 
 def _batched_events(fn: Callable[[], Any], flush: Any, k: int) -> list[float]:
     """k trials queued back to back like do_bench's (flush, start event, call, end event), then one synchronize."""
-    import torch
 
-    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(k)]
+    pairs = [(_event(), _event()) for _ in range(k)]
     for start, end in pairs:
         if flush is not None:
             flush.zero_()
-        start.record()
+        _clocks["record"](start)
         fn()
-        end.record()
-    torch.cuda.synchronize()
-    return [start.elapsed_time(end) for start, end in pairs]
+        _clocks["record"](end)
+    _sync()
+    return [_elapsed(start, end) for start, end in pairs]
 
 
 def _adaptive(batch: Callable[[int], list[float]], opts: TimingOptions) -> tuple[list[float], list[str]]:
     """Collect samples a batch at a time until the stopping rule, the time budget or max_trials."""
     samples: list[float] = []
     flags: list[str] = []
-    deadline = time.perf_counter() + opts.time_budget_s
+    deadline = _perf_counter() + opts.time_budget_s
     while len(samples) < opts.max_trials:
         samples.extend(batch(min(CHECK_EVERY, opts.max_trials - len(samples))))
         n = len(samples)
-        if time.perf_counter() > deadline and n >= MIN_TRIALS_UNDER_BUDGET:
+        if _perf_counter() > deadline and n >= MIN_TRIALS_UNDER_BUDGET:
             flags.append("timing_budget_spent")
             if n < opts.min_trials:
                 flags.append("timing_below_min_trials")
@@ -159,13 +185,12 @@ def _adaptive(batch: Callable[[int], list[float]], opts: TimingOptions) -> tuple
 
 def time_cuda_events(fn: Callable[[], Any], opts: TimingOptions) -> tuple[Timing, list[str]]:
     """Time `fn` on the current CUDA device; returns the summary and flags about the loop and the decision."""
-    import torch
 
-    t0 = time.perf_counter()
+    t0 = _perf_counter()
     overhead = calibrate(opts)
     for _ in range(opts.warmup):
         fn()
-    torch.cuda.synchronize()
+    _sync()
     flush = _flush_buffer(opts)
     checks = [_trial(fn, flush) for _ in range(SIDE_CHECK_TRIALS)]
     d = decide([c[0] for c in checks], [c[1] for c in checks], overhead)
@@ -178,7 +203,7 @@ def time_cuda_events(fn: Callable[[], Any], opts: TimingOptions) -> tuple[Timing
     samples, flags = _adaptive(batch, opts)
     if d.side_stream_suspect:
         flags.append("side_stream_suspect")
-    timing = summarize(samples, time.perf_counter() - t0, source=d.source, event_median_ms=d.event_median_ms,
+    timing = summarize(samples, _perf_counter() - t0, source=d.source, event_median_ms=d.event_median_ms,
                        wall_median_ms=d.wall_median_ms, host_overhead_ms=d.host_overhead_ms)
     return timing, flags
 
@@ -187,10 +212,10 @@ def time_do_bench(fn: Callable[[], Any], opts: TimingOptions) -> tuple[Timing, l
     """Cross-check: triton.testing.do_bench's median (its own warm-up, flush and repetition rules)."""
     import triton.testing
 
-    t0 = time.perf_counter()
+    t0 = _perf_counter()
     rep_ms = min(1000.0, max(100.0, opts.time_budget_s * 1000.0))
     times = [float(v) for v in triton.testing.do_bench(fn, warmup=25, rep=rep_ms, return_mode="all")]
-    timing = summarize(times, time.perf_counter() - t0, source="triton_do_bench")
+    timing = summarize(times, _perf_counter() - t0, source="triton_do_bench")
     return timing, ["timing_do_bench"]
 
 

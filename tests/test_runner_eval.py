@@ -62,10 +62,12 @@ with open({pid_file!r}, "w") as fh:
 time.sleep(600)
 '''
 ORPHAN_PARENT = '''
+import os
 import sys
 from runner.options import EvalOptions
 from runner.sandbox import evaluate_in_sandbox
-evaluate_in_sandbox(sys.argv[1], EvalOptions(device="cpu", timeout_s=120, work_root=sys.argv[2]), result_id="o")
+evaluate_in_sandbox(sys.argv[1], EvalOptions(device="cpu", timeout_s=120, work_root=sys.argv[2],
+                                             write_roots=(os.path.dirname(sys.argv[2]),)), result_id="o")
 '''
 ENV_CHECK = '''
 import os
@@ -157,7 +159,9 @@ def verdicts(tmp_path_factory) -> dict[str, object]:
             return name, evaluate_in_sandbox(program, options(work_root=str(work), triton_cache_dir=str(shared)),
                                              result_id=name)
         program, timeout = jobs[name]
-        return name, evaluate_in_sandbox(program, options(timeout_s=timeout, work_root=str(work)), result_id=name)
+        side_channel = (str(pid_file.parent),)  # where "grandchild" writes its pid (runner.guard refuses others)
+        return name, evaluate_in_sandbox(program, options(timeout_s=timeout, work_root=str(work),
+                                                          write_roots=side_channel), result_id=name)
 
     try:
         with ThreadPoolExecutor(max_workers=4) as pool:
@@ -254,7 +258,7 @@ def test_child_dies_with_its_parent(verdicts):
 def test_a_job_runs_in_the_waiting_spare(tmp_path):
     pid_file = tmp_path / "pid"
     program = (PROGRAMS / "correct_add.py").read_text() + f"\nimport os\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
-    opts = options(trials=1, work_root=str(tmp_path))
+    opts = options(trials=1, work_root=str(tmp_path), write_roots=(str(tmp_path),))
     try:
         evaluate_in_sandbox(program, opts, result_id="warm-up")  # leaves a spare for this configuration
         deadline = time.monotonic() + 30
@@ -265,7 +269,8 @@ def test_a_job_runs_in_the_waiting_spare(tmp_path):
         assert r.status == "ok", r.message
         assert int(pid_file.read_text()) == spare
         close_spares()
-        cold = evaluate_in_sandbox(program, options(trials=1, work_root=str(tmp_path), prewarm=False), result_id="c")
+        cold = evaluate_in_sandbox(program, options(trials=1, work_root=str(tmp_path), write_roots=(str(tmp_path),),
+                                                    prewarm=False), result_id="c")
         assert cold.status == "ok" and POOL.spares() == []
     finally:
         close_spares()

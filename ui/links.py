@@ -38,6 +38,14 @@ def param(name: str, default: str | None = None) -> str | None:
     return value if value not in (None, "") else default
 
 
+def int_param(name: str, default: int, lo: int, hi: int) -> int:
+    """An integer query parameter clamped to [lo, hi]; anything that is not an integer gives `default`."""
+    try:
+        return min(max(int(param(name, str(default))), lo), hi)
+    except ValueError:
+        return default
+
+
 def sync_params(**values) -> None:
     """Write the page's state into the URL; `None`/empty values remove the parameter."""
     for key, value in values.items():

@@ -52,14 +52,17 @@ def choice(
     *,
     key: str,
     allow_all: bool = True,
+    closed: bool = False,
     format_func: Callable[[str], str] = str,
     container=st,
 ) -> str | None:
-    """A selectbox whose value lives in the query parameter `name`; `(all)` maps to None."""
+    """A selectbox whose value lives in the query parameter `name`; `(all)` maps to None. With `closed` (implied
+    without `allow_all`) the options are all there is (sort orders, label states): a URL value outside them
+    falls back to the first option instead of being kept."""
     values = [ALL, *options] if allow_all else list(options)
     current = links.param(name)
-    if current is not None and current not in values:
-        values.append(current)  # keep a linked value visible even if this store lacks it
+    if current is not None and current not in values and allow_all and not closed:
+        values.append(current)  # keep a linked value visible even if this store lacks it (it matches no rows)
     index = values.index(current) if current in values else 0
     _follow_url(key, name, values[index])
     picked = container.selectbox(
