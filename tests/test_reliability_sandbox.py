@@ -182,4 +182,4 @@ def test_patched_clocks_do_not_give_a_fast_verdict_on_gpu():
     correct = (PROGRAMS / "patch_timing.py").read_text().replace("return triton_add(a, b) + 1", "return triton_add(a, b)")
     r = evaluate_in_sandbox(correct, EvalOptions(device="cuda", timeout_s=120), result_id="patch-gpu")
     assert r.status == "ok", r.message
-    assert r.timing["median_ms"] > 1e-3 and "excessive_speedup" not in r.flags, r.timing
+    assert r.timing.median_ms > 1e-3 and "excessive_speedup" not in r.flags, r.timing
