@@ -51,4 +51,14 @@ widgets.linked_table(per_row, key="runs_rows", target="row", id_column="row_id",
 st.subheader("Per problem")
 per_problem = api.runs_by_problem(store, cfg.runs_dir, f).to_pandas()
 widgets.linked_table(per_problem, key="runs_problems", target="problem", id_column="problem_key", param="problem")
+st.subheader("Static check vs measured verdict")
+st.caption("Rows per (error found at ingest without running, latest measured verdict): what static checks catch.")
+st.dataframe(api.runs_static_vs_measured(store, cfg.runs_dir, f).to_pandas(), hide_index=True)
+st.subheader("Reproducibility")
+st.caption("Rows timed more than once: spread of their measured medians (cv = std / mean across runs).")
+repeated = api.runs_reproducibility(store, cfg.runs_dir, f).to_pandas()
+if repeated.empty:
+    st.caption("No row has been timed twice yet (`python -m runner bulk --repeats 3` does that).")
+else:
+    widgets.linked_table(repeated, key="runs_repro", target="row", id_column="row_id", param="row")
 links.copy_link("runs", split=split)

@@ -16,7 +16,7 @@ from queries.db import QueryTimeout, connect
 from queries.detail import RowDetail, row
 from queries.export import ExportError, export
 from queries.filters import NO_FILTERS, Filters
-from queries.measured import runs, runs_by_problem
+from queries.measured import runs, runs_by_problem, runs_reproducibility, runs_static_vs_measured
 from queries.search import SearchError, SearchResult, search_code
 from queries.store import StoreError
 
@@ -24,7 +24,7 @@ __all__ = [
     "ConsoleError", "ExportError", "Filters", "Overview", "QueryTimeout", "RowDetail", "SearchError", "SearchResult",
     "StoreError", "console", "export", "failure_examples", "failures", "fastest", "overlap", "overlap_summary",
     "overview", "problem_latencies", "problem_summary", "problems", "row", "runs", "runs_by_problem",
-    "search_code",
+    "runs_reproducibility", "runs_static_vs_measured", "search_code",
 ]
 
 PROBLEM_SORTS = (

@@ -1,4 +1,5 @@
-"""Re-run results next to labels: per run (`runs`) and per problem (`runs_by_problem`).
+"""Re-run results next to labels: per run (`runs`), per problem (`runs_by_problem`), static checks against
+measured verdicts (`runs_static_vs_measured`) and the spread of repeated runs (`runs_reproducibility`).
 
 Results come from `RUNS_DIR/results/*.jsonl` (see `queries/results.py`); a missing folder gives empty tables.
 Only results that name a `row_id` of the store are joined; `ratio` = measured `timing.median_ms` / label `y`.
@@ -20,3 +21,11 @@ def runs(store: Path | str, runs_dir: Path | str | None, f: Filters = NO_FILTERS
 
 def runs_by_problem(store: Path | str, runs_dir: Path | str | None, f: Filters = NO_FILTERS) -> pa.Table:
     return connect(store, runs_dir).execute("runs_by_problem", f.params())
+
+
+def runs_static_vs_measured(store: Path | str, runs_dir: Path | str | None, f: Filters = NO_FILTERS) -> pa.Table:
+    return connect(store, runs_dir).execute("runs_static_vs_measured", f.params())
+
+
+def runs_reproducibility(store: Path | str, runs_dir: Path | str | None, f: Filters = NO_FILTERS) -> pa.Table:
+    return connect(store, runs_dir).execute("runs_reproducibility", f.params())

@@ -193,3 +193,21 @@ def test_rerun_against_a_runner_service(env, ui_store, runner):
     assert verdicts, "no verdict within 90 s"
     assert "correct" in verdicts[0], verdicts  # the Doubling candidate is right
     assert "cpu-interpreter" in " ".join(c.value for c in at.caption)
+
+
+def test_runs_page_shows_measured_results(env, fixture_store, tmp_path):
+    from tests.queries_helpers import result, write_results
+
+    env(fixture_store)
+    write_results(tmp_path / "runs", [  # env() points TLX_RUNS_DIR at tmp_path / "runs"
+        result("train/000000", "ok", median_ms=0.02, finished_at="2025-01-01T00:00:00Z"),
+        result("train/000000", "ok", median_ms=0.03, finished_at="2025-01-02T00:00:00Z"),
+        result("train/000006", "failed", "syntax_error"),
+    ])
+    at = open_page("runs")
+    no_exception(at)
+    headers = [h.value for h in at.subheader]
+    assert {"Measured vs label, per row", "Static check vs measured verdict", "Reproducibility"} <= set(headers)
+    frames = [d.value for d in at.dataframe]
+    assert any("syntax_error" in set(df.get("measured", [])) for df in frames)
+    assert any(list(df.get("runs", [])) == [2] for df in frames)

@@ -6,6 +6,7 @@ import io
 import json
 import math
 import os
+import statistics
 
 import pyarrow.parquet as pq
 import pytest
@@ -180,6 +181,26 @@ def test_runs_joined_with_labels(fixture_store, keys, tmp_path, monkeypatch):
         "rows"] == 0  # superseded by a later ok result
     assert api.overview(fixture_store, Filters(error_source="measured")).totals["rows"] == 3
     assert api.overview(fixture_store, Filters(error_source="static")).totals["rows"] == 3
+
+
+def test_runs_static_vs_measured_and_reproducibility(fixture_store, tmp_path):
+    runs_dir = tmp_path / "repeats"
+    write_results(runs_dir, [
+        result("train/000000", "ok", median_ms=1.0, finished_at="2025-01-01T00:00:00Z"),
+        result("train/000000", "ok", median_ms=3.0, finished_at="2025-01-02T00:00:00Z"),
+        result("train/000001", "ok", median_ms=0.5),
+        result("train/000006", "failed", "syntax_error"),  # static syntax_error too
+        result("train/000009", "failed", "missing_symbol"),  # static no_model_new
+    ])
+    cross = {(r["static_error"], r["measured"]): r["rows"]
+             for r in api.runs_static_vs_measured(fixture_store, runs_dir).to_pylist()}
+    assert cross == {("ok_static", "ok"): 2, ("syntax_error", "syntax_error"): 1,
+                     ("no_model_new", "missing_symbol"): 1}
+    repeated = api.runs_reproducibility(fixture_store, runs_dir).to_pylist()
+    assert [r["row_id"] for r in repeated] == ["train/000000"]  # the only row timed twice
+    r = repeated[0]
+    assert (r["runs"], r["median_ms_min"], r["median_ms_max"]) == (2, 1.0, 3.0)
+    assert r["cv"] == pytest.approx(statistics.stdev([1.0, 3.0]) / 2.0)
 
 
 def test_export_parquet_jsonl_fastest_and_code(fixture_store):
