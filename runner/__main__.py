@@ -52,7 +52,7 @@ def eval_main(args: argparse.Namespace) -> int:
         print(f"error: cannot read {args.program}: {exc}", file=sys.stderr)
         return 2
     options = EvalOptions(device=args.device, timeout_s=args.timeout, trials=args.trials,
-                          legacy_tolerance=args.legacy_tolerance)
+                          legacy_tolerance=args.legacy_tolerance, prewarm=False)  # one job: no spare for a next
     from runner.sandbox import evaluate_in_sandbox
 
     result_id = "sha256:" + hashlib.sha256(program.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
