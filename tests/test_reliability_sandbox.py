@@ -21,8 +21,8 @@ import torch
 from runner.options import GIB, EvalOptions
 from runner.result import ErrorType
 from runner.sandbox import close_spares, evaluate_in_sandbox
+from tests.hostile import NAMES, hostile_program
 
-PROGRAMS = Path(__file__).parent / "hostile_programs"
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -83,7 +83,7 @@ def hostile(tmp_path_factory):
     rss: dict[str, int] = {}
 
     def run(name: str):
-        program = (PROGRAMS / f"{name}.py").read_text() + extra.get(name, "")
+        program = hostile_program(name) + extra.get(name, "")
         opts = EvalOptions(**{"device": "cpu", "timeout_s": 40.0, "trials": 2, "memory_limit_bytes": int(1.5 * GIB),
                               "work_root": str(work), **limits.get(name, {})})
         before = rss_bytes()
@@ -91,7 +91,7 @@ def hostile(tmp_path_factory):
         rss[name] = rss_bytes() - before
         return name, result
 
-    names = sorted(p.stem for p in PROGRAMS.glob("*.py"))
+    names = NAMES
     try:
         with ThreadPoolExecutor(max_workers=3) as pool:
             results = dict(pool.map(run, ["fork_bomb", "busy_loop", *[n for n in names if n not in
@@ -125,7 +125,7 @@ EXPECTED = {
 
 
 def test_every_hostile_program_is_expected():
-    assert sorted(EXPECTED) == sorted(p.stem for p in PROGRAMS.glob("*.py"))
+    assert sorted(EXPECTED) == NAMES
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -179,7 +179,7 @@ def test_big_output_is_capped_in_the_parent(hostile):
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_patched_clocks_do_not_give_a_fast_verdict_on_gpu():
-    correct = (PROGRAMS / "patch_timing.py").read_text().replace("return triton_add(a, b) + 1", "return triton_add(a, b)")
+    correct = hostile_program("patch_timing").replace("return triton_add(a, b) + 1", "return triton_add(a, b)")
     r = evaluate_in_sandbox(correct, EvalOptions(device="cuda", timeout_s=120), result_id="patch-gpu")
     assert r.status == "ok", r.message
     assert r.timing.median_ms > 1e-3 and "excessive_speedup" not in r.flags, r.timing

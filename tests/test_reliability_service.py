@@ -7,15 +7,14 @@ from __future__ import annotations
 import os
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
 from runner.results_log import read_results
 from scripts.fault_test import Service, kill_and_recover
+from tests.hostile import hostile_program
 
-PROGRAMS = Path(__file__).parent / "hostile_programs"
-SLEEPS_IN_FORWARD = (PROGRAMS / "kill_parent.py").read_text().replace(
+SLEEPS_IN_FORWARD = hostile_program("kill_parent").replace(
     "os.kill(os.getppid(), signal.SIGKILL)", "time.sleep(60)")
 
 
@@ -43,7 +42,7 @@ def job_child(service_pid: int) -> int | None:
 def test_hostile_programs_do_not_take_the_service_down(service):
     svc, client = service
     names = ("kill_parent", "kill_parent_group", "exit_in_forward", "forge_channel")
-    jobs = {n: client.submit(program=(PROGRAMS / f"{n}.py").read_text(), trials=1, timeout_s=60) for n in names}
+    jobs = {n: client.submit(program=hostile_program(n), trials=1, timeout_s=60) for n in names}
     done = {n: client.wait(j["id"], timeout=120, poll=0.2) for n, j in jobs.items()}
     assert svc.proc.poll() is None, "the service died"
     assert client.health()["workers"][0]["name"] == "cpu0"
