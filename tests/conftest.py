@@ -10,6 +10,15 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
+@pytest.fixture(scope="module")
+def empty_runs(tmp_path_factory):
+    """An empty runs folder for a whole test module (one cached connection), not the user's."""
+    runs_dir = tmp_path_factory.mktemp("runs")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TLX_RUNS_DIR", str(runs_dir))
+        yield runs_dir
+
+
 @pytest.fixture(scope="session")
 def fixture_store(tmp_path_factory) -> Path:
     from tests.fixtures import build_fixture_store

@@ -27,14 +27,7 @@ def quantile_cont(values: list[float], q: float) -> float:
     return values[lo] + (pos - lo) * (values[hi] - values[lo])
 
 
-@pytest.fixture(scope="module", autouse=True)
-def empty_runs(tmp_path_factory):
-    """An empty runs folder for the whole module (one cached connection), not the user's."""
-    runs_dir = tmp_path_factory.mktemp("runs")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("TLX_RUNS_DIR", str(runs_dir))
-        yield runs_dir
-
+pytestmark = pytest.mark.usefixtures("empty_runs")
 
 @pytest.fixture(scope="module")
 def keys(fixture_store):

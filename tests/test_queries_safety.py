@@ -26,14 +26,7 @@ HOSTILE = [
 FILTER_FIELDS = ("split", "holdout_group", "problem_key", "error_type")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def empty_runs(tmp_path_factory):
-    """An empty runs folder for the whole module (one cached connection), not the user's."""
-    runs_dir = tmp_path_factory.mktemp("runs")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("TLX_RUNS_DIR", str(runs_dir))
-        yield runs_dir
-
+pytestmark = pytest.mark.usefixtures("empty_runs")
 
 @pytest.fixture(scope="module")
 def programs(fixture_store) -> dict[str, str]:
