@@ -1,6 +1,6 @@
 """Time ingest against the floor of one plain DuckDB pass over the same `x` column, with peak memory.
 
-    python scripts/bench_ingest.py CORPUS_DIR [--store DIR] [--workers N] [--steps floor,read,ingest]
+    python scripts/bench_ingest.py CORPUS_DIR [--store DIR] [--workers N] [--steps floor,read,ingest] [--keep]
 
 Each step runs in its own subprocess; peak RSS is that of its largest process (resource.getrusage of
 children, which includes ingest's parser workers). Steps: `duckdb floor` (SELECT sum(length(x))), `read only`
@@ -64,6 +64,7 @@ def main() -> None:
     parser.add_argument("--store", type=Path, default=REPO / ".bench" / "bench-store")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--steps", default="floor,read,ingest", help="comma-separated subset of floor,read,ingest")
+    parser.add_argument("--keep", action="store_true", help="keep the built store (for scripts/bench_queries.py)")
     args = parser.parse_args()
     files = sorted(str(p) for p in args.corpus.glob("*.parquet"))
     rows = sum(pq.read_metadata(f).num_rows for f in files)
@@ -78,7 +79,8 @@ def main() -> None:
              "ingest": ("ingest", ingest)}
     wanted = ["floor", *(s for s in args.steps.split(",") if s != "floor")]  # the floor is the yardstick
     results = [_run(*steps[name]) for name in wanted]
-    shutil.rmtree(args.store, ignore_errors=True)
+    if not args.keep:
+        shutil.rmtree(args.store, ignore_errors=True)
     floor = results[0]["wall_s"]
     mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     print(f"date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {platform.node()}: nproc {os.cpu_count()}, "
