@@ -21,7 +21,7 @@ import torch
 from runner.options import GIB, EvalOptions
 from runner.result import ErrorType
 from runner.sandbox import close_spares, evaluate_in_sandbox
-from tests.hostile import NAMES, hostile_program
+from tests.programs import NAMES, hostile_program
 
 REPO = Path(__file__).resolve().parent.parent
 

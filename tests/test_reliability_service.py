@@ -12,7 +12,7 @@ import pytest
 
 from runner.results_log import read_results
 from scripts.fault_test import Service, kill_and_recover
-from tests.hostile import hostile_program
+from tests.programs import hostile_program
 
 SLEEPS_IN_FORWARD = hostile_program("kill_parent").replace(
     "os.kill(os.getppid(), signal.SIGKILL)", "time.sleep(60)")

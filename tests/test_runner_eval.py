@@ -22,8 +22,8 @@ from runner.options import GIB, EvalOptions
 from runner.result import ErrorType, RunResult, Timing
 from runner.sandbox import close_spares, evaluate_in_sandbox
 from runner.timing import SOURCE_EVENTS, SOURCE_WALL, decide, rel_err_of_median, summarize
+from tests.programs import runner_program
 
-PROGRAMS = Path(__file__).parent / "runner_programs"
 REPO = Path(__file__).resolve().parent.parent
 DESIGN_KEYS = {
     "id", "status", "error_type", "message", "exception", "traceback", "correct_trials", "trials", "max_abs_diff",
@@ -122,14 +122,16 @@ def orphaned_child(folder: Path) -> dict[str, object]:
 def cancelled_job(work: Path) -> tuple[RunResult, float]:
     cancel = threading.Event()
     threading.Timer(3.0, cancel.set).start()
-    r = evaluate_in_sandbox((PROGRAMS / "timeout_hang.py").read_text(), options(work_root=str(work)),
+    r = evaluate_in_sandbox(runner_program("timeout_hang"), options(work_root=str(work)),
                             result_id="cancel", cancel=cancel)
     return r, r.duration_s
 
 
-def run_cli() -> subprocess.CompletedProcess:
+def run_cli(folder: Path) -> subprocess.CompletedProcess:
+    program = folder / "wrong_output.py"
+    program.write_text(runner_program("wrong_output"))
     return subprocess.run(
-        [sys.executable, "-m", "runner", "eval", str(PROGRAMS / "wrong_output.py"), "--device", "cpu",
+        [sys.executable, "-m", "runner", "eval", str(program), "--device", "cpu",
          "--trials", "1", "--timeout", "60", "--json"],
         capture_output=True, text=True, cwd=REPO, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)},
     )
@@ -142,20 +144,20 @@ def verdicts(tmp_path_factory) -> dict[str, object]:
     work = tmp_path_factory.mktemp("jobs")
     pid_file = tmp_path_factory.mktemp("grandchild") / "pid"
     os.environ["TLX_TEST_SECRET"] = "hunter2"  # must not reach the sandbox (see "env" below)
-    jobs = {name: ((PROGRAMS / f"{name}.py").read_text(), 5.0 if name == "timeout_hang" else 60.0) for name in EXPECTED}
+    jobs = {name: (runner_program(name), 5.0 if name == "timeout_hang" else 60.0) for name in EXPECTED}
     jobs["grandchild"] = (GRANDCHILD.format(pid_file=str(pid_file)), 10.0)
-    jobs["env"] = (ENV_CHECK + (PROGRAMS / "correct_add.py").read_text(), 60.0)
+    jobs["env"] = (ENV_CHECK + runner_program("correct_add"), 60.0)
 
     def run(name: str) -> tuple[str, object]:
         if name == "cli":
-            return name, run_cli()
+            return name, run_cli(tmp_path_factory.mktemp("cli"))
         if name == "orphan":
             return name, orphaned_child(tmp_path_factory.mktemp("orphan"))
         if name == "cancel":
             return name, cancelled_job(work)
         if name == "shared_cache":
             shared = tmp_path_factory.mktemp("triton-cache")
-            program = SHARED_CACHE.format(shared=str(shared)) + (PROGRAMS / "correct_add.py").read_text()
+            program = SHARED_CACHE.format(shared=str(shared)) + runner_program("correct_add")
             return name, evaluate_in_sandbox(program, options(work_root=str(work), triton_cache_dir=str(shared)),
                                              result_id=name)
         program, timeout = jobs[name]
@@ -257,7 +259,7 @@ def test_child_dies_with_its_parent(verdicts):
 
 def test_a_job_runs_in_the_waiting_spare(tmp_path):
     pid_file = tmp_path / "pid"
-    program = (PROGRAMS / "correct_add.py").read_text() + f"\nimport os\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+    program = runner_program("correct_add") + f"\nimport os\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
     opts = options(trials=1, work_root=str(tmp_path), write_roots=(str(tmp_path),))
     try:
         evaluate_in_sandbox(program, opts, result_id="warm-up")  # leaves a spare for this configuration

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
 
 from runner.options import EvalOptions, TimingOptions
 from runner.result import ErrorType
 from runner.sandbox import evaluate_in_sandbox
+from tests.programs import runner_program
 
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
 ]
-CORRECT = (Path(__file__).parent / "runner_programs" / "correct_add.py").read_text()
+CORRECT = runner_program("correct_add")
 STORE = "tl.store(out_ptr + offs, "
 SIDE_STREAM = '''
 import torch

@@ -1,4 +1,4 @@
-"""What every hostile program starts from (the test prepends it): a reference `Model` adding two vectors and a
+"""What the test programs start from (`tests/programs.py` prepends it): a reference `Model` adding two vectors and a
 correct Triton add. Each hostile file adds its own module code and `ModelNew` (redefining `Model` where it must)."""
 
 import torch
