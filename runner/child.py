@@ -1,8 +1,8 @@
 """Child process entry: `python -P -m runner.child --spec-fd N --result-fd M --parent-pid P`.
 
 First asks the kernel to SIGKILL it when its parent dies (and exits if the parent is already gone), then imports
-torch and triton without touching CUDA, so that a pre-warmed spare (`runner.launch`) is ready for work; then
-reads its one job spec (`{"program", "options", "triton_cache_dir"}`, one JSON line) from the spec pipe. It sets
+torch and triton and warms the CUDA stack (`runner.warmup`), so that a pre-warmed spare (`runner.launch`) is ready
+for work; then reads its one job spec (`{"program", "options", "triton_cache_dir"}`, one JSON line) from the spec pipe. It sets
 its resource limits, moves the result channel (an inherited pipe) to a private descriptor, picks the device
 (CPU → TRITON_INTERPRET=1 and hard-coded "cuda" sent to the CPU), evaluates, and writes JSON lines to the channel:
 {"event": "stage", ...} while working and one {"event": "result", ...} at the end. Exits with os._exit so that
@@ -20,6 +20,7 @@ import random
 import resource
 import signal
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -42,12 +43,41 @@ def die_with_parent(parent_pid: int) -> bool:
 
 
 def prewarm() -> None:
-    """Import torch and triton (no CUDA call) while waiting for a job; a failure shows up again in the job."""
+    """Import torch and triton and warm the CUDA stack (`runner.warmup`) while waiting for a job; a failure shows
+    up again in the job."""
     try:
-        import torch  # noqa: F401
-        import triton  # noqa: F401
+        from runner import warmup
+
+        warmup.warm_cuda()
     except Exception:
         pass
+
+
+class Phases:
+    """Wall seconds per stage of the job ("load: importing the program" counts towards "load"), from the
+    moment the job spec arrived; returned with the verdict as `phases_s`."""
+
+    def __init__(self) -> None:
+        self.current: str | None = None
+        self.since = time.perf_counter()
+        self.spent: dict[str, float] = {}
+
+    def enter(self, stage: str) -> None:
+        name = stage.split(":", 1)[0].strip()
+        if name != self.current:
+            self._close()
+            self.current = name
+
+    def _close(self) -> None:
+        now = time.perf_counter()
+        if self.current is not None:
+            self.spent[self.current] = self.spent.get(self.current, 0.0) + now - self.since
+        self.since = now
+
+    def finish(self) -> dict[str, float]:
+        self._close()
+        self.current = None
+        return {k: round(v, 3) for k, v in self.spent.items()}
 
 
 def read_spec(fd: int) -> dict[str, Any]:
@@ -142,14 +172,16 @@ def main(argv: list[str] | None = None) -> int:
     if spec.get("triton_cache_dir"):
         os.environ["TRITON_CACHE_DIR"] = str(spec["triton_cache_dir"])  # read lazily by triton at compile time
     sys.argv = [spec["program"]]
+    phases = Phases()
     try:
-        verdict = _evaluate(spec["program"], options, channel)
+        verdict = _evaluate(spec["program"], options, channel, phases)
     except Exception as exc:  # a harness failure, reported as such
         verdict = {
             "status": "failed", "error_type": ErrorType.RUNTIME_ERROR.value, "flags": ["harness_error"],
             "message": f"harness error: {type(exc).__name__}: {exc}", "exception": type(exc).__name__,
             "traceback": traceback.format_exc()[-6000:],
         }
+    verdict["phases_s"] = phases.finish()
     try:
         channel.send({"event": "result", "key": channel.key, "result": verdict})
     except OSError:
@@ -157,8 +189,21 @@ def main(argv: list[str] | None = None) -> int:
     return ExitCode.VERDICT
 
 
-def _evaluate(program: str, options: EvalOptions, channel: Channel) -> dict[str, Any]:
-    channel.send({"event": "stage", "stage": "start: resolving the device"})
+def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phases) -> dict[str, Any]:
+    smi: list[Any] = []  # the nvidia-smi probe, started with the timing loops (clocks under load)
+
+    def stage(text: str) -> None:
+        phases.enter(text)
+        if device == "cuda" and not smi and text.startswith("timing"):
+            from runner.system import SmiProbe
+
+            smi.append(SmiProbe())
+            smi[0].start()
+        channel.send({"event": "stage", "stage": text})
+
+    device = ""
+
+    stage("start: resolving the device")
     device = resolve_device(options.device)
     set_limits(options, device)
     flags: list[str] = []
@@ -186,7 +231,7 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel) -> dict[str,
 
     guard.install([os.getcwd(), os.path.dirname(os.getcwd()), os.environ.get("TRITON_CACHE_DIR", ""),
                    *options.write_roots])
-    verdict = evaluate_program(program, options, device, lambda s: channel.send({"event": "stage", "stage": s}))
+    verdict = evaluate_program(program, options, device, stage)
     if device == "cpu":
         from runner import cuda_remap, interpreter_compat
 
@@ -196,8 +241,8 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel) -> dict[str,
             flags.append("autotune_first_config_only")
     flags += [f"refused: {what}" for what in dict.fromkeys(guard.refused())]
     verdict["flags"] = verdict.get("flags", []) + flags
-    channel.send({"event": "stage", "stage": "collecting system info"})
-    verdict["system"] = collect_system(probe_gpu=device == "cuda")
+    stage("system: collecting system info")
+    verdict["system"] = collect_system(probe_gpu=device == "cuda", smi=smi[0] if smi else None)
     return verdict
 
 

@@ -71,7 +71,7 @@ class Timing:
 @dataclass
 class RunResult:
     """One verdict. `to_dict()` gives exactly the JSON keys of design §3 plus row_id, program_sha256,
-    duration_s and finished_at."""
+    duration_s, finished_at and phases_s (where the time went)."""
 
     id: str
     status: str  # "ok" | "failed"
@@ -94,6 +94,8 @@ class RunResult:
     program_sha256: str = ""
     duration_s: float | None = None
     finished_at: str | None = None
+    phases_s: dict[str, float] = field(default_factory=dict)  # wall seconds per stage: child_ready (waiting for
+    # the child's warm-up), start, load, init, correctness, timing, system (in the child), harness (the rest)
 
     @property
     def ok(self) -> bool:
@@ -120,6 +122,7 @@ class RunResult:
         kw["flags"] = list(d.get("flags") or [])
         kw["method"] = dict(d.get("method") or {})
         kw["system"] = dict(d.get("system") or {})
+        kw["phases_s"] = dict(d.get("phases_s") or {})
         return cls(**kw)
 
     @classmethod

@@ -75,6 +75,8 @@ class _Channel(threading.Thread):
         self.stage = "starting"
         self.result: dict[str, Any] | None = None
         self.forged = False
+        self.first_event_at: float | None = None  # time.monotonic() of the child's first stage
+        self.done = threading.Event()  # set when this job's verdict has arrived
 
     def run(self) -> None:
         for line in self.file:
@@ -84,9 +86,12 @@ class _Channel(threading.Thread):
                 continue
             if event.get("event") == "stage":
                 self.stage = str(event.get("stage"))
+                if self.first_event_at is None:
+                    self.first_event_at = time.monotonic()
             elif event.get("event") == "result" and isinstance(event.get("result"), dict):
                 if event.get("key") == self.key:
                     self.result = event["result"]
+                    self.done.set()
                 else:
                     self.forged = True
         self.file.close()
@@ -149,6 +154,9 @@ def evaluate_in_sandbox(program: str, options: EvalOptions, *, result_id: str, r
     finally:
         if child is not None:
             child.discard()
+    duration = time.monotonic() - started
+    phases = verdict.get("phases_s") or {}
+    verdict["phases_s"] = {**phases, "harness": round(max(duration - sum(phases.values()), 0.0), 3)}
     verdict.setdefault("trials", options.trials)
     verdict.setdefault("device", {"cpu": "cpu-interpreter"}.get(options.device, options.device))
     if not verdict.get("system"):
@@ -157,7 +165,7 @@ def evaluate_in_sandbox(program: str, options: EvalOptions, *, result_id: str, r
     return RunResult.from_dict({
         **{k: v for k, v in verdict.items() if k in fields},
         "id": result_id, "row_id": row_id, "program_sha256": sha,
-        "duration_s": round(time.monotonic() - started, 3),
+        "duration_s": round(duration, 3),
         "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     })
 
@@ -191,12 +199,13 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
     out, err = (_Capture(proc.stdout, options.output_cap_bytes), _Capture(proc.stderr, options.output_cap_bytes))
     for t in (channel, out, err):
         t.start()
+    sent = time.monotonic()
     child.send_spec({"program": str(path), "options": options.to_dict(), "triton_cache_dir": str(cache_dir),
                      "channel_key": key})
-    deadline = time.monotonic() + options.timeout_s
+    deadline = sent + options.timeout_s
     killed_for: str | None = None
     peak_rss = peak_procs = 0
-    while proc.poll() is None:
+    while proc.poll() is None and not channel.done.is_set():  # a verdict in hand: no waiting for the exit
         if cancel is not None and cancel.is_set():
             killed_for = "cancel"
         elif time.monotonic() > deadline:
@@ -214,11 +223,15 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
             kill_group(proc.pid)
             proc.wait()
             break
-        time.sleep(POLL_S)
-    kill_group(proc.pid)  # whatever the program left running in its session goes too
+        channel.done.wait(POLL_S)
+    kill_group(proc.pid)  # whatever the program left running in its session goes too (the child too, if it
+    proc.wait()  # has not exited after sending its verdict: its CUDA teardown is nobody's business)
     for t in (channel, out, err):
         t.join(timeout=5)
     verdict = _verdict(proc.returncode, killed_for, channel, err, options, peak_rss, peak_procs)
+    if channel.first_event_at is not None:  # the spare still warming up, or a cold child starting
+        verdict["phases_s"] = {"child_ready": round(channel.first_event_at - sent, 3),
+                               **(verdict.get("phases_s") or {})}
     if channel.forged:
         verdict["flags"] = [*verdict.get("flags", []), "forged_verdict"]
     return verdict

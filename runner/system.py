@@ -7,6 +7,7 @@ import platform
 import socket
 import subprocess
 import sys
+import threading
 from importlib import metadata
 from typing import Any
 
@@ -58,9 +59,31 @@ def _torch_cuda() -> dict[str, Any]:
     return info
 
 
-def collect_system(probe_gpu: bool = True) -> dict[str, Any]:
+def _smi_id(uuid: Any) -> str | None:
+    return uuid if uuid and str(uuid).startswith("GPU-") else (f"GPU-{uuid}" if uuid else None)
+
+
+class SmiProbe(threading.Thread):
+    """nvidia-smi for the current device, run in the background (it takes a few hundred ms): started when the
+    timing loops start, it reads the clocks under load without adding to the job's time."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.fields: dict[str, str] = {}
+        self.gpu_id = _smi_id(_torch_cuda().get("gpu_uuid"))
+
+    def run(self) -> None:
+        self.fields = _nvidia_smi(self.gpu_id)
+
+    def result(self) -> dict[str, str]:
+        self.join(timeout=10)
+        return self.fields
+
+
+def collect_system(probe_gpu: bool = True, smi: SmiProbe | None = None) -> dict[str, Any]:
     """Versions and machine facts; with probe_gpu (the child of a CUDA run) also the GPU's, even when the program
-    failed before touching CUDA, so that every CUDA verdict names its hardware (bulk resume keys on it)."""
+    failed before touching CUDA, so that every CUDA verdict names its hardware (bulk resume keys on it). `smi`:
+    a probe started earlier, whose answer is used instead of running nvidia-smi now."""
     info: dict[str, Any] = {
         "hostname": socket.gethostname(),
         "time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -75,8 +98,6 @@ def collect_system(probe_gpu: bool = True) -> dict[str, Any]:
     if probe_gpu:
         info.update(_torch_cuda())
         if "gpu" in info:
-            uuid = info.get("gpu_uuid")
-            gpu_id = uuid if uuid and str(uuid).startswith("GPU-") else (f"GPU-{uuid}" if uuid else None)
-            info.update(_nvidia_smi(gpu_id))
+            info.update(smi.result() if smi is not None else _nvidia_smi(_smi_id(info.get("gpu_uuid"))))
             info["driver"] = info.get("smi_driver_version")
     return info

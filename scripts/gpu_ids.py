@@ -1,8 +1,7 @@
 """Write the row-id lists that `scripts/gpu_session.sh` reads from var/gpu/ (run here, before the device call).
 
-ids_main.txt: every sample row but the hangs; ids_hang.txt: the hangs (run with a short timeout);
-ids_tp24.txt: 24 rows of mixed outcome for the 1-GPU vs 2-GPU throughput comparison;
-ids_tf32.txt: the 1x1-convolution rows whose reference needs TF32 off (re-labelled after that change).
+From the sample's current labels: ids_pass.txt (rows with a measured y: the correct candidates),
+ids_fail.txt (failing rows but the hangs) and ids_hang.txt (the hangs, run with a short timeout).
 """
 
 from __future__ import annotations
@@ -10,29 +9,32 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "scripts"))
 
 from make_sample import build_rows  # noqa: E402
 
-THROUGHPUT_KINDS = {"fast", "slow", "dup_whitespace", "dup_comments", "wrong_output", "no_triton", "compile_error"}
-TF32_PROBLEMS = {"1_14", "2_3"}
-PASSING = {"fast", "slow", "dup_whitespace", "dup_comments"}
-
 
 def main() -> None:
     out = REPO / "var" / "gpu"
     out.mkdir(parents=True, exist_ok=True)
+    labelled = {}
+    for split in ("train", "test"):
+        ys = pq.read_table(REPO / "data" / "sample" / f"{split}.parquet", columns=["y"])["y"].to_pylist()
+        labelled.update({f"{split}/{i:06d}": y for i, y in enumerate(ys)})
     rows = build_rows()
+    hang = {r.id for r in rows if r.candidate.kind == "hang"}
     lists = {
-        "ids_main.txt": [r for r in rows if r.candidate.kind != "hang"],
-        "ids_hang.txt": [r for r in rows if r.candidate.kind == "hang"],
-        "ids_tp24.txt": [r for r in rows if r.candidate.kind in THROUGHPUT_KINDS][:24],
-        "ids_tf32.txt": [r for r in rows if r.candidate.problem.problem_id in TF32_PROBLEMS
-                         and r.candidate.kind in PASSING],
+        "ids_pass.txt": [r.id for r in rows if labelled[r.id] is not None],
+        "ids_fail.txt": [r.id for r in rows if labelled[r.id] is None and r.id not in hang],
+        "ids_hang.txt": sorted(hang),
     }
+    for old in out.glob("ids_*.txt"):
+        old.unlink()
     for name, chosen in lists.items():
-        (out / name).write_text("".join(f"{r.split}/{r.row:06d}\n" for r in chosen))
+        (out / name).write_text("".join(f"{row_id}\n" for row_id in chosen))
         print(f"{out / name}: {len(chosen)} rows")
 
 

@@ -1,6 +1,10 @@
 """Re-run the sample rows on a GPU and measure how stable the runner's figures are.
 
-    python scripts/gpu_validate.py --sample data/sample --out DIR [--limit N] [--parallel G] [--budget-s S]
+    python scripts/gpu_validate.py --sample data/sample --out DIR [--ids FILE] [--repeats K] [--budget-s S]
+    python scripts/gpu_validate.py --sample data/sample --out DIR --report RESULTS.jsonl...
+
+`--repeats 0` runs only the do_bench cross-check. `--report` runs nothing: it summarizes results gathered
+elsewhere (e.g. several `python -m runner bulk` passes plus a do_bench pass), pooling every row's runs.
 
 Every row (ids `split/000123` from `SAMPLE/<split>.parquet`) is evaluated through `evaluate_in_sandbox`
 `--repeats` times (a shared Triton cache makes re-runs warm); each correct candidate is also timed once with
@@ -32,6 +36,10 @@ from runner.sandbox import evaluate_in_sandbox  # noqa: E402
 COLUMNS = ("id", "label_y", "verdicts", "median_ms", "event_ms", "wall_ms", "side_stream", "cv_runs", "do_bench_ms",
            "do_bench_agree_pct", "overhead_s", "speedup")
 AGREE_PCT = 3.0
+
+
+def is_do_bench(r: RunResult) -> bool:
+    return "timing_do_bench" in r.flags or (r.method.get("timing") or {}).get("method") == "do_bench"
 
 
 def load_rows(sample: Path) -> list[tuple[str, str, float | None]]:
@@ -66,6 +74,8 @@ def summarize_row(row_id: str, y: float | None, runs: list[RunResult], bench: Ru
     cv = statistics.stdev(medians) / statistics.fmean(medians) if len(medians) > 1 else None
     bench_ms = bench.timing.median_ms if bench and bench.ok and bench.timing else None
     overheads = [o for o in map(overhead_s, runs[1:] or runs) if o is not None]  # re-runs: warm cache
+    phases = {k: statistics.median(r.phases_s[k] for r in runs[1:] or runs if k in r.phases_s)
+              for k in {k for r in runs[1:] or runs for k in r.phases_s}}
     speedups = [r.speedup for r in runs if r.speedup]
     return {
         "id": row_id, "label_y": y, "verdicts": ",".join(r.error_type or "ok" for r in runs),
@@ -73,7 +83,7 @@ def summarize_row(row_id: str, y: float | None, runs: list[RunResult], bench: Ru
         "side_stream": sum("side_stream_suspect" in r.flags for r in timed), "cv_runs": cv, "do_bench_ms": bench_ms,
         "do_bench_agree_pct": 100.0 * (bench_ms - med) / med if bench_ms and med else None,
         "overhead_s": statistics.median(overheads) if overheads else None,
-        "speedup": statistics.median(speedups) if speedups else None,
+        "speedup": statistics.median(speedups) if speedups else None, "phases_s": phases,
     }
 
 
@@ -87,7 +97,12 @@ def main() -> int:
     ap.add_argument("--budget-s", type=float, default=450.0, help="start no work after this many seconds")
     ap.add_argument("--timeout", type=float, default=120.0, help="per evaluation")
     ap.add_argument("--time-budget-s", type=float, default=5.0, help="timing loop budget per model")
+    ap.add_argument("--ids", type=Path, help="file with the row ids to run (one per line)")
+    ap.add_argument("--triton-cache", type=Path, help="shared Triton cache (default OUT/triton-cache)")
+    ap.add_argument("--report", type=Path, nargs="+", help="summarize these result files instead of running")
     args = ap.parse_args()
+    if args.report:
+        return report(args.sample, args.report, args.out)
 
     import torch
 
@@ -95,9 +110,13 @@ def main() -> int:
     if gpus == 0:
         print("warning: no CUDA device; evaluations run on the CPU interpreter without timing", file=sys.stderr)
     parallel = max(1, min(args.parallel or gpus or 1, gpus or 1))
-    rows = load_rows(args.sample)[: args.limit]
+    rows = load_rows(args.sample)
+    if args.ids:
+        wanted = set(args.ids.read_text().split())
+        rows = [r for r in rows if r[0] in wanted]
+    rows = rows[: args.limit]
     args.out.mkdir(parents=True, exist_ok=True)
-    base = EvalOptions(timeout_s=args.timeout, triton_cache_dir=str(args.out / "triton-cache"),
+    base = EvalOptions(timeout_s=args.timeout, triton_cache_dir=str(args.triton_cache or args.out / "triton-cache"),
                        timing=TimingOptions(time_budget_s=args.time_budget_s))
     deadline = time.monotonic() + args.budget_s
     queue: Queue = Queue()
@@ -125,11 +144,13 @@ def main() -> int:
             except Empty:
                 return
             runs = [r for r in (evaluate(program, opts, row_id) for _ in range(args.repeats)) if r]
-            if not runs:
+            if args.repeats and not runs:
                 return
             bench = None
-            if runs[0].ok and runs[0].device == "cuda":
+            if not runs or (runs[0].ok and runs[0].device == "cuda"):
                 bench = evaluate(program, replace(opts, timing=replace(opts.timing, method="do_bench")), row_id)
+                if bench is None and not runs:
+                    return
             s = summarize_row(row_id, y, runs, bench)
             with lock:
                 summaries.append(s)
@@ -142,14 +163,38 @@ def main() -> int:
     for t in threads:
         t.join()
     results_file.close()
+    write_summary(args.out, summaries, aggregate(summaries, len(rows), parallel, gpus))
+    return 0
+
+
+def write_summary(out: Path, summaries: list[dict], overall: dict) -> None:
     summaries.sort(key=lambda s: s["id"])
-    with (args.out / "summary.tsv").open("w") as fh:
+    with (out / "summary.tsv").open("w") as fh:
         fh.write("\t".join(COLUMNS) + "\n")
         for s in summaries:
             fh.write("\t".join(_fmt(s[c]) for c in COLUMNS) + "\n")
-    overall = aggregate(summaries, len(rows), parallel, gpus)
-    (args.out / "summary.json").write_text(json.dumps(overall, indent=2))
+    (out / "summary.json").write_text(json.dumps(overall, indent=2))
     print(json.dumps(overall, indent=2))
+
+
+def report(sample: Path, files: list[Path], out: Path) -> int:
+    """Summarize results from earlier passes: per row, its non-do_bench runs (in time order) and last do_bench."""
+    labels = {row_id: y for row_id, _, y in load_rows(sample)}
+    runs: dict[str, list[RunResult]] = {}
+    bench: dict[str, RunResult] = {}
+    for path in files:
+        for line in path.read_text().splitlines():
+            if line.strip():
+                r = RunResult.from_dict(json.loads(line))
+                if is_do_bench(r):
+                    bench[r.id] = r
+                else:
+                    runs.setdefault(r.id, []).append(r)
+    out.mkdir(parents=True, exist_ok=True)
+    summaries = [summarize_row(row_id, labels.get(row_id), sorted(rs, key=lambda r: r.finished_at or ""),
+                               bench.get(row_id)) for row_id, rs in runs.items()]
+    gpus = len({r.system.get("gpu_uuid") for rs in runs.values() for r in rs} - {None})
+    write_summary(out, summaries, aggregate(summaries, len(summaries), gpus, gpus))
     return 0
 
 
@@ -170,7 +215,18 @@ def aggregate(summaries: list[dict], rows: int, parallel: int, gpus: int) -> dic
         f"do_bench_within_{AGREE_PCT:g}pct_rows": sum(p <= AGREE_PCT for p in compared),
         "side_stream_suspect_rows": sum(1 for s in summaries if s["side_stream"]),
         "median_overhead_s": med("overhead_s"),
+        "overhead_s_quartiles": _quartiles([s["overhead_s"] for s in summaries if s["overhead_s"] is not None]),
+        "median_phases_s": {k: statistics.median(s["phases_s"][k] for s in summaries if k in s["phases_s"])
+                            for k in sorted({k for s in summaries for k in s["phases_s"]})},
+        "cv_runs_ge_50us": [s["cv_runs"] for s in summaries if s["cv_runs"] is not None
+                            and (s["median_ms"] or 0) >= 0.05],
+        "do_bench_agree_pct_ge_50us": [s["do_bench_agree_pct"] for s in summaries
+                                       if s["do_bench_agree_pct"] is not None and (s["median_ms"] or 0) >= 0.05],
     }
+
+
+def _quartiles(values: list[float]) -> list[float] | None:
+    return [round(v, 3) for v in statistics.quantiles(values, n=4)] if len(values) > 1 else None
 
 
 def _fmt(v: object) -> str:

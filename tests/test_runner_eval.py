@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 DESIGN_KEYS = {
     "id", "status", "error_type", "message", "exception", "traceback", "correct_trials", "trials", "max_abs_diff",
     "max_rel_diff", "timing", "ref_timing", "speedup", "flags", "method", "device", "system",
-    "row_id", "program_sha256", "duration_s", "finished_at",
+    "row_id", "program_sha256", "duration_s", "finished_at", "phases_s",
 }
 EXPECTED = {
     "correct_add": None,
@@ -198,6 +198,8 @@ def test_correct_program_on_cpu(verdicts):
     assert r.device == "cpu-interpreter"
     assert r.timing is None and r.ref_timing is None and r.speedup is None
     assert "interpreted, no timing" in r.message
+    assert {"child_ready", "start", "load", "init", "correctness", "system", "harness"} <= set(r.phases_s)
+    assert sum(r.phases_s.values()) == pytest.approx(r.duration_s, abs=0.05)
     assert {"interpreted_no_timing", "cuda_remapped_to_cpu"} <= set(r.flags)
     assert r.system["torch"] and r.system["triton"] and r.system["python"]
     assert len(r.program_sha256) == 64 and r.duration_s > 0 and r.finished_at
