@@ -17,6 +17,7 @@ import faulthandler
 import json
 import os
 import random
+import re
 import resource
 import signal
 import sys
@@ -28,6 +29,8 @@ from runner.options import EvalOptions
 from runner.result import ErrorType, ExitCode
 
 STACKS_SIGNAL = signal.SIGUSR1
+_TRIAL = re.compile(r" \(trial \d+\)")
+CUDA_CPU_THREADS_ENV = "TLX_RUNNER_CPU_THREADS"
 PR_SET_PDEATHSIG = 1
 
 
@@ -54,8 +57,9 @@ def prewarm() -> None:
 
 
 class Phases:
-    """Wall seconds per stage of the job ("load: importing the program" counts towards "load"), from the
-    moment the job spec arrived; returned with the verdict as `phases_s`."""
+    """Wall seconds per stage of the job (stage texts without their trial numbers: "correctness: Model
+    forward" sums the reference's forward calls of all trials), from the moment the job spec arrived; returned
+    with the verdict as `phases_s`."""
 
     def __init__(self) -> None:
         self.current: str | None = None
@@ -63,7 +67,7 @@ class Phases:
         self.spent: dict[str, float] = {}
 
     def enter(self, stage: str) -> None:
-        name = stage.split(":", 1)[0].strip()
+        name = _TRIAL.sub("", stage)
         if name != self.current:
             self._close()
             self.current = name
@@ -137,6 +141,17 @@ class Channel:
         data = (json.dumps(obj, default=str) + "\n").encode()
         while data:
             data = data[os.write(self.fd, data):]
+
+
+def cuda_cpu_threads() -> int:
+    """Torch's CPU threads in a CUDA job: a few. Inputs are made and programs do host work on the CPU, and jobs
+    and warming spares of every GPU share the host's cores; torch's default (one thread per core in every
+    process) oversubscribes them, and its spinning thread pools then turn milliseconds of host work into
+    seconds. `TLX_RUNNER_CPU_THREADS` overrides."""
+    try:
+        return max(1, int(os.environ[CUDA_CPU_THREADS_ENV]))
+    except (KeyError, ValueError):
+        return max(1, min(4, (os.cpu_count() or 1) // 4))
 
 
 def resolve_device(requested: str) -> str:
@@ -218,6 +233,7 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phas
         if not torch.cuda.is_available():
             return {"status": "failed", "error_type": ErrorType.CUDA_ERROR.value, "flags": ["no_cuda_device"],
                     "message": "CUDA requested but torch sees no CUDA device", "device": "cuda"}
+        torch.set_num_threads(cuda_cpu_threads())
     import triton  # noqa: F401 - imported after TRITON_INTERPRET is settled
 
     if device == "cpu":

@@ -56,8 +56,8 @@ def compare_outputs(ref: Any, cand: Any, options: EvalOptions) -> Comparison:
                 ErrorType.SHAPE_MISMATCH, f"output {i}: expected shape {tuple(r.shape)}, got {tuple(c.shape)}"
             )
         atol, rtol = options.tolerance(str(r.dtype))
-        rf = r.detach().to(device="cpu", dtype=torch.float64)
-        cf = c.detach().to(device="cpu", dtype=torch.float64)
+        rf = r.detach().to(dtype=torch.float64)  # compared where the reference lives (the GPU, in a CUDA run):
+        cf = c.detach().to(device=rf.device, dtype=torch.float64)  # host CPU ops on big outputs take seconds
         bad = ~torch.isfinite(cf) & torch.isfinite(rf)
         if bool(bad.any()):
             n_nan = int(torch.isnan(cf).logical_and(bad).sum())

@@ -181,6 +181,12 @@ def _full_fp32() -> None:
     torch.backends.cudnn.allow_tf32 = False
 
 
+def _cpu_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
 def evaluate_program(path: str, options: EvalOptions, device: str, emit: Callable[[str], None]) -> dict[str, Any]:
     if device == "cuda":
         _full_fp32()
@@ -200,6 +206,7 @@ def evaluate_program(path: str, options: EvalOptions, device: str, emit: Callabl
             "tf32": False,
         },
         "timing": timing.method_record(options.timing) if device == "cuda" else None,
+        "cpu_threads": _cpu_threads(),
         "timeout_s": options.timeout_s,
     }
     return {

@@ -1,10 +1,11 @@
-"""Starting sandbox children, with one pre-warmed spare per launch configuration (design §4, "Isolation").
+"""Starting sandbox children, with pre-warmed spares per launch configuration (design §4, "Isolation").
 
 A child is `python -P -m runner.child`, started in its own session, with a scrubbed environment and a fresh temp
 dir (`root/work`) as HOME, cwd and TMPDIR. It imports torch and triton (without touching CUDA), then waits for its
-job spec on a private pipe; it runs exactly one job and exits. `ChildPool.take` hands out the spare started for
-the same configuration (scrubbed environment, device mode, visible devices, work root) or starts a child, and
-then starts the next spare in the background, so the next job skips process start and imports. All children are
+job spec on a private pipe; it runs exactly one job and exits. `ChildPool.take` hands out the oldest spare started
+for the same configuration (scrubbed environment, device mode, visible devices, work root) or starts a child, and
+then starts replacements in the background (two spares per configuration), so the next job skips process start,
+imports and CUDA warm-up. All children are
 started by one long-lived spawner thread: the child's parent-death signal fires when the thread that started it
 ends. Spares are killed, and their temp dirs removed, by `close_spares()` (registered with atexit)."""
 
@@ -30,10 +31,12 @@ from runner.options import EvalOptions
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 KEEP_ENV = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "OMP_NUM_THREADS",
+            "TLX_RUNNER_CPU_THREADS",
             "MKL_NUM_THREADS", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
 KEEP_PREFIXES = ("TRITON_", "NCCL_", "TORCH_", "PYTORCH_")
 SET_BY_US = ("TRITON_INTERPRET", "TRITON_CACHE_DIR", "TRITON_HOME")
-MAX_SPARES = 16  # configurations kept warm at once (one per GPU slot is typical); the oldest goes first
+MAX_CONFIGS = 16  # configurations kept warm at once (one per GPU slot is typical); the oldest goes first
+SPARES_PER_CONFIG = 2  # a spare's warm-up (imports, CUDA context, cuDNN, a Triton compile) outlasts a short job
 PREWARM_ENV = "TLX_RUNNER_PREWARM"
 
 
@@ -132,12 +135,12 @@ def start_child(options: EvalOptions) -> Child:
 
 
 class ChildPool:
-    """Spare children by launch configuration, started by one spawner thread."""
+    """Spare children by launch configuration (SPARES_PER_CONFIG each), started by one spawner thread."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._spares: OrderedDict[tuple, Child] = OrderedDict()
-        self._refilling: set[tuple] = set()
+        self._spares: OrderedDict[tuple, list[Child]] = OrderedDict()
+        self._refilling: dict[tuple, int] = {}
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tlx-sandbox-spawner")
         self._closed = False
 
@@ -146,14 +149,17 @@ class ChildPool:
         return options.work_root, tuple(sorted(base_env(options).items()))
 
     def take(self, options: EvalOptions) -> Child:
-        """A child for one job: the warm spare if there is a live one, else a new one; refills when prewarming."""
+        """A child for one job: the oldest live spare (the warmest), else a new one; refills when prewarming."""
         prewarm = prewarm_enabled(options)
         key = self.key(options)
-        with self._lock:
-            child = self._spares.pop(key, None)
-        if child is not None and child.proc.poll() is not None:  # it died while waiting (e.g. killed from outside)
-            child.discard()
-            child = None
+        child = None
+        while True:
+            with self._lock:
+                waiting = self._spares.get(key)
+                child = waiting.pop(0) if waiting else None
+            if child is None or child.proc.poll() is None:
+                break
+            child.discard()  # it died while waiting (e.g. killed from outside)
         if child is None:
             try:
                 child = self._spawner.submit(start_child, options).result()
@@ -165,37 +171,43 @@ class ChildPool:
 
     def _refill(self, options: EvalOptions, key: tuple) -> None:
         with self._lock:
-            if self._closed or key in self._spares or key in self._refilling:
+            missing = SPARES_PER_CONFIG - len(self._spares.get(key, ())) - self._refilling.get(key, 0)
+            if self._closed or missing <= 0:
                 return
-            self._refilling.add(key)
+            self._refilling[key] = self._refilling.get(key, 0) + missing
 
         def start() -> None:
             evicted: list[Child] = []
             try:
                 child: Child | None = start_child(options)
             except OSError:
-                child = None  # no spare this time; the next job starts its own child
+                child = None  # no spare this time; a later job starts its own child
             with self._lock:
-                self._refilling.discard(key)
-                if child is not None and (self._closed or key in self._spares):
+                self._refilling[key] -= 1
+                if not self._refilling[key]:
+                    del self._refilling[key]
+                if child is not None and (self._closed or len(self._spares.get(key, ())) >= SPARES_PER_CONFIG):
                     evicted.append(child)
                 elif child is not None:
-                    self._spares[key] = child
-                    while len(self._spares) > MAX_SPARES:
-                        evicted.append(self._spares.popitem(last=False)[1])
+                    self._spares.setdefault(key, []).append(child)
+                    self._spares.move_to_end(key)
+                    while len(self._spares) > MAX_CONFIGS:
+                        evicted.extend(self._spares.popitem(last=False)[1])
             for c in evicted:
                 c.discard()
 
-        try:
-            self._spawner.submit(start)
-        except RuntimeError:  # interpreter shutting down: no new threads
-            with self._lock:
-                self._refilling.discard(key)
+        for _ in range(missing):
+            try:
+                self._spawner.submit(start)
+            except RuntimeError:  # interpreter shutting down: no new threads
+                with self._lock:
+                    self._refilling.pop(key, None)
+                return
 
     def spares(self) -> list[int]:
         """Process ids of the waiting spares."""
         with self._lock:
-            return [c.proc.pid for c in self._spares.values()]
+            return [c.proc.pid for children in self._spares.values() for c in children]
 
     def close(self) -> None:
         """Kill every spare (after any refill in progress); later `take` calls still work."""
@@ -206,7 +218,7 @@ class ChildPool:
         except RuntimeError:
             pass  # interpreter exit: the spawner has already run its queue and stopped
         with self._lock:
-            spares = list(self._spares.values())
+            spares = [c for children in self._spares.values() for c in children]
             self._spares.clear()
             self._closed = False
         for c in spares:

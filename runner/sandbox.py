@@ -1,7 +1,7 @@
 """`evaluate_in_sandbox`: the only way the project runs dataset code (design §4, "Isolation").
 
-One fresh subprocess per call (`runner.launch`: usually a pre-warmed spare that has imported torch and triton),
-in its own session (killed as a group), in a fresh temp dir that is its HOME, cwd and TMPDIR, with a scrubbed
+One fresh subprocess per call (`runner.launch`: usually a pre-warmed spare that has imported torch and triton and
+warmed CUDA), in its own session (killed as a group), in a fresh temp dir that is its HOME, cwd and TMPDIR, with a scrubbed
 environment, resource limits (set by the child itself), an RSS watchdog, capped stdout/stderr, a wall-clock
 timeout and an optional `cancel` event. The child dies with the process that started it. The verdict comes back
 over a private pipe, never from stdout. Timeouts, crashes, memory kills and cancels are results; this function
