@@ -3,8 +3,8 @@
 # machine: each part ingests the sample and starts with a cold Triton cache).
 #   part 1: environment, GPU tests, the correct rows twice on all GPUs (cold cache, then warm: the N-GPU
 #           throughput), the failing rows once
-#   part 2: do_bench cross-check of the correct rows (warms the cache), the correct rows again on GPU 0 only
-#           (the 1-GPU throughput), the hangs with a short timeout
+#   part 2: do_bench cross-check of the correct rows (warms the cache), 80 correct rows on GPU 0 only, then on
+#           all GPUs (the 1 vs N GPU throughput), the other correct rows, the hangs with a short timeout
 # Every pass is `python -m runner bulk` (or gpu_validate for do_bench) and appends to $OUT/runs_partN.jsonl; the
 # report (`gpu_validate.py --report`) pools the passes of both parts. Usage: scripts/gpu_session.sh 1|2, after
 # `python scripts/gpu_ids.py` here (it writes the id lists into var/gpu/, carried to the device).
@@ -32,13 +32,17 @@ case "${1:-}" in
   ;;
 2)
   step "do_bench pass, all GPUs (warms the cache)"
-  timeout 220 python3 scripts/gpu_validate.py --sample data/sample --ids var/gpu/ids_pass.txt --repeats 0 \
-    --out /tmp/tlx-val --triton-cache "$TLX_RUNS_DIR/triton-cache" --budget-s 200 --timeout 60 2>&1 | tail -3 | tee -a "$LOG"
+  timeout 180 python3 scripts/gpu_validate.py --sample data/sample --ids var/gpu/ids_pass.txt --repeats 0 \
+    --out /tmp/tlx-val --triton-cache "$TLX_RUNS_DIR/triton-cache" --budget-s 170 --timeout 60 2>&1 | tail -3 | tee -a "$LOG"
   cp /tmp/tlx-val/results.jsonl "$OUTD/do_bench_part2.jsonl"
-  step "C: correct rows, GPU 0 only, warm cache"
-  CUDA_VISIBLE_DEVICES=0 timeout -s INT 270 "${BULK[@]}" --ids var/gpu/ids_pass.txt --timeout 60 --force 2>&1 | tail -3 | tee -a "$LOG"
+  step "C: throughput rows, GPU 0 only, warm cache"
+  CUDA_VISIBLE_DEVICES=0 timeout -s INT 170 "${BULK[@]}" --ids var/gpu/ids_tp.txt --timeout 60 --force 2>&1 | tail -3 | tee -a "$LOG"
+  step "D: throughput rows, all GPUs, warm cache"
+  timeout -s INT 100 "${BULK[@]}" --ids var/gpu/ids_tp.txt --timeout 60 --force 2>&1 | tail -3 | tee -a "$LOG"
+  step "E: the other correct rows, all GPUs"
+  timeout -s INT 50 "${BULK[@]}" --ids var/gpu/ids_rest.txt --timeout 60 --force 2>&1 | tail -3 | tee -a "$LOG"
   step "hangs"
-  timeout -s INT 70 "${BULK[@]}" --ids var/gpu/ids_hang.txt --timeout 8 2>&1 | tail -3 | tee -a "$LOG"
+  timeout -s INT 55 "${BULK[@]}" --ids var/gpu/ids_hang.txt --timeout 8 2>&1 | tail -3 | tee -a "$LOG"
   ;;
 *) echo "usage: $0 1|2" >&2; exit 2 ;;
 esac
