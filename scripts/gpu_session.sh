@@ -12,7 +12,7 @@ set -u
 export PYTHONUNBUFFERED=1
 OUTD=${OUT:-/tmp/tlx-out}; mkdir -p "$OUTD"
 LOG="$OUTD/log_part${1:-x}.txt"
-STORE=/tmp/tlx-store
+STORE=${STORE:-/tmp/tlx-store}  # a prebuilt store may be carried (export STORE=...)
 export TLX_RUNS_DIR=/tmp/tlx-runs
 [ -f "$STORE/meta.json" ] || python3 -m queries ingest data/sample --store "$STORE" 2>&1 | tail -1
 BULK=(python3 -m runner bulk --store "$STORE")

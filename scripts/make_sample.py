@@ -6,7 +6,8 @@ candidate variants). Rows are split into train and test like the real dataset: a
 Row order is deterministic, so row ids ``f"{split}/{row:06d}"`` are stable across runs.
 
 ``y`` is provisional by default (plausible milliseconds, null for failing kinds); ``--labels runs.jsonl``
-replaces it with measured medians from run results (null where the run failed).
+replaces it with measured medians from run results: per row, the median of its passing runs' medians when most of
+its runs passed, else null (do_bench cross-check runs are left out).
 
 Usage: python scripts/make_sample.py [--out DIR] [--labels FILE.jsonl]
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,8 +111,8 @@ def _field(obj: dict, dotted: str):
 
 
 def load_labels(path: Path, row_ids: list[str]) -> tuple[dict[str, float | None], dict[str, str]]:
-    """Measured y per row id (None for failed runs) and the system metadata, from a run-results JSONL."""
-    labels: dict[str, float | None] = {}
+    """Measured y per row id and the system metadata, from a run-results JSONL (several runs per row allowed)."""
+    medians: dict[str, list[float | None]] = {}
     systems: dict[str, set[str]] = {"gpu": set(), "torch": set(), "triton": set()}
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
@@ -123,18 +125,27 @@ def load_labels(path: Path, row_ids: list[str]) -> tuple[dict[str, float | None]
             row_id, status = obj.get("id"), obj.get("status")
             if not isinstance(row_id, str) or status not in ("ok", "failed"):
                 raise LabelError(f"{path}:{lineno}: needs a string 'id' and 'status' 'ok' or 'failed'")
+            if "timing_do_bench" in (obj.get("flags") or []):
+                continue
             median = _field(obj, "timing.median_ms")
             if status == "ok" and not isinstance(median, int | float):
                 raise LabelError(f"{path}:{lineno}: status ok but no numeric timing.median_ms for {row_id}")
-            labels[row_id] = float(median) if status == "ok" else None
+            medians.setdefault(row_id, []).append(float(median) if status == "ok" else None)
             for key, seen in systems.items():
                 value = _field(obj, f"system.{key}")
                 if value:
                     seen.add(str(value))
-    missing = [row_id for row_id in row_ids if row_id not in labels]
+    missing = [row_id for row_id in row_ids if row_id not in medians]
     if missing:
         raise LabelError(f"{path}: no result for {len(missing)} rows, e.g. {', '.join(missing[:5])}")
-    return labels, {f"tlx.{key}": "; ".join(sorted(seen)) for key, seen in systems.items()}
+    return {row_id: _label(values) for row_id, values in medians.items()}, {
+        f"tlx.{key}": "; ".join(sorted(seen)) for key, seen in systems.items()}
+
+
+def _label(medians: list[float | None]) -> float | None:
+    """The median of the passing runs' medians when most runs passed, else None."""
+    passed = [m for m in medians if m is not None]
+    return statistics.median(passed) if 2 * len(passed) > len(medians) else None
 
 
 def write_sample(out_dir: Path, labels_path: Path | None = None) -> dict[str, int]:

@@ -148,6 +148,23 @@ def test_labels_file_sets_measured_y_and_metadata(tmp_path, rows):
     assert table.column("y").to_pylist() == expected
 
 
+def test_labels_pool_several_runs_per_row(tmp_path, rows):
+    """y is the median of the passing runs when most runs of the row passed; do_bench runs do not count."""
+    labels = tmp_path / "runs.jsonl"
+    _write_labels(labels, rows)
+    first, second = [r for r in rows if r.split == rows[0].split and r.candidate.kind in PASSING_KINDS][:2]
+    extra = [(first.id, "ok", 0.7, []), (first.id, "ok", 0.1, []), (first.id, "ok", 9.0, ["timing_do_bench"]),
+             (second.id, "failed", None, []), (second.id, "failed", None, [])]
+    with labels.open("a") as fh:
+        for row_id, status, ms, flags in extra:
+            fh.write(json.dumps({"id": row_id, "status": status, "flags": flags,
+                                 "timing": {"median_ms": ms} if ms else None}) + "\n")
+    assert make_sample.main(["--out", str(tmp_path), "--labels", str(labels)]) == 0
+    ys = pq.read_table(tmp_path / f"{first.split}.parquet").column("y").to_pylist()
+    assert ys[first.row] == 0.5  # median of 0.5, 0.7 and 0.1; the do_bench run is left out
+    assert ys[second.row] is None  # one passing run of three
+
+
 def test_labels_file_missing_rows_is_an_error(tmp_path, rows, capsys):
     labels = tmp_path / "runs.jsonl"
     _write_labels(labels, rows, skip=1)
