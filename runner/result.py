@@ -56,6 +56,7 @@ class Timing:
     event_median_ms: float | None = None  # median CUDA-event time (current stream only)
     wall_median_ms: float | None = None  # median host wall time, call to after the device synchronize
     host_overhead_ms: float | None = None  # wall median of an empty call timed the same way
+    host_call_ms: float | None = None  # median host time for the call to return (its launch cost), batched trials
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

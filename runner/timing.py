@@ -8,7 +8,9 @@ times SIDE_CHECK_TRIALS calls one by one, each followed by a device synchronize,
 the host wall time. An empty call timed the same way once per process (`calibrate`) gives the host overhead of a
 synced trial. When the wall median exceeds the event median by more than that overhead plus max(0.05 ms, half
 the event median), work ran outside the current stream: the result is flagged `side_stream_suspect` and synced
-wall times minus the overhead become the timing (`decide`). Warm-up calls stay out of the timed set; trials stop
+wall times minus the overhead become the timing (`decide`). The batched trials also time how long each call takes
+to return on the host; when that launch cost is at least half the GPU time the result is flagged `launch_bound`
+(such timings follow host load from run to run). Warm-up calls stay out of the timed set; trials stop
 adaptively on the relative standard error of the median, a time budget or max_trials."""
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ CALIBRATION_TRIALS = 50
 SIDE_CHECK_TRIALS = 20
 SIDE_STREAM_MIN_MS = 0.05  # wall - event - overhead above max(this, SIDE_STREAM_FRACTION * event): suspect
 SIDE_STREAM_FRACTION = 0.5
+LAUNCH_BOUND_FRACTION = 0.5  # host launch time of a call / its GPU time at or above which it is launch-bound
 SOURCE_EVENTS = "cuda_events"
 SOURCE_WALL = "wall_minus_host_overhead"
 
@@ -150,18 +153,28 @@ def calibrate(opts: TimingOptions) -> float:
     return _host_overhead_ms
 
 
-def _batched_events(fn: Callable[[], Any], flush: Any, k: int) -> list[float]:
-    """k trials queued back to back like do_bench's (flush, start event, call, end event), then one synchronize."""
+def _batched_events(fn: Callable[[], Any], flush: Any, k: int, host_ms: list[float]) -> list[float]:
+    """k trials queued back to back like do_bench's (flush, start event, call, end event), then one synchronize;
+    appends to `host_ms` how long each call took to return on the host (its launch cost)."""
 
     pairs = [(_event(), _event()) for _ in range(k)]
     for start, end in pairs:
         if flush is not None:
             flush.zero_()
         _clocks["record"](start)
+        h0 = _perf_counter()
         fn()
+        host_ms.append((_perf_counter() - h0) * 1000.0)
         _clocks["record"](end)
     _sync()
     return [_elapsed(start, end) for start, end in pairs]
+
+
+def launch_bound(event_median_ms: float, host_call_median_ms: float | None) -> bool:
+    """The host needs at least LAUNCH_BOUND_FRACTION of the GPU time just to launch the call: the GPU waits
+    for the host between kernels, so the time measures Python and launch overhead as much as the kernels, and
+    moves with host load from run to run (in do_bench too)."""
+    return host_call_median_ms is not None and host_call_median_ms >= LAUNCH_BOUND_FRACTION * event_median_ms
 
 
 def _adaptive(batch: Callable[[int], list[float]], opts: TimingOptions) -> tuple[list[float], list[str]]:
@@ -194,17 +207,22 @@ def time_cuda_events(fn: Callable[[], Any], opts: TimingOptions) -> tuple[Timing
     flush = _flush_buffer(opts)
     checks = [_trial(fn, flush) for _ in range(SIDE_CHECK_TRIALS)]
     d = decide([c[0] for c in checks], [c[1] for c in checks], overhead)
+    host_ms: list[float] = []
     if d.side_stream_suspect:
         def batch(k: int) -> list[float]:
             return [max(_trial(fn, flush)[1] - overhead, 0.0) for _ in range(k)]
     else:
         def batch(k: int) -> list[float]:
-            return _batched_events(fn, flush, k)
+            return _batched_events(fn, flush, k, host_ms)
     samples, flags = _adaptive(batch, opts)
     if d.side_stream_suspect:
         flags.append("side_stream_suspect")
+    host_call = statistics.median(host_ms) if host_ms else None
     timing = summarize(samples, _perf_counter() - t0, source=d.source, event_median_ms=d.event_median_ms,
-                       wall_median_ms=d.wall_median_ms, host_overhead_ms=d.host_overhead_ms)
+                       wall_median_ms=d.wall_median_ms, host_overhead_ms=d.host_overhead_ms,
+                       host_call_ms=host_call)
+    if launch_bound(timing.median_ms, host_call):
+        flags.append("launch_bound")
     return timing, flags
 
 
@@ -233,4 +251,4 @@ def method_record(opts: TimingOptions) -> dict[str, Any]:
     return {"name": name, **params, "side_stream_rule": {
         "min_ms": SIDE_STREAM_MIN_MS, "fraction_of_event": SIDE_STREAM_FRACTION,
         "calibration_trials": CALIBRATION_TRIALS, "check_trials": SIDE_CHECK_TRIALS, "batch": CHECK_EVERY,
-        "fallback": SOURCE_WALL}}
+        "fallback": SOURCE_WALL}, "launch_bound_rule": {"host_call_fraction_of_median": LAUNCH_BOUND_FRACTION}}

@@ -21,7 +21,7 @@ from runner.launch import POOL, SPARES_PER_CONFIG
 from runner.options import GIB, EvalOptions
 from runner.result import ErrorType, RunResult, Timing
 from runner.sandbox import close_spares, evaluate_in_sandbox
-from runner.timing import SOURCE_EVENTS, SOURCE_WALL, decide, rel_err_of_median, summarize
+from runner.timing import SOURCE_EVENTS, SOURCE_WALL, decide, launch_bound, rel_err_of_median, summarize
 from tests.programs import runner_program
 
 REPO = Path(__file__).resolve().parent.parent
@@ -370,6 +370,12 @@ def test_classify_by_type_and_message():
     except RuntimeError as outer:
         f = classify(outer, "correctness", "/nowhere.py")
     assert f.error_type is ErrorType.COMPILE_ERROR and f.exception == "RuntimeError"
+
+
+def test_launch_bound_rule():
+    assert launch_bound(0.10, 0.06)  # the host needs 60% of the GPU time to launch the call
+    assert not launch_bound(0.50, 0.05)
+    assert not launch_bound(0.10, None)  # no batched trials (the wall-time fallback)
 
 
 def test_side_stream_decision():
