@@ -5,8 +5,9 @@
 #           throughput), the failing rows once
 #   part 2: do_bench cross-check of the correct rows (warms the cache), 80 correct rows on GPU 0 only, then on
 #           all GPUs (the 1 vs N GPU throughput), the other correct rows, the hangs with a short timeout
+#   part 3: after the launch-bound flag: GPU tests, the rows >= 50 us three times each plus do_bench, 24 small rows
 # Every pass is `python -m runner bulk` (or gpu_validate for do_bench) and appends to $OUT/runs_partN.jsonl; the
-# report (`gpu_validate.py --report`) pools the passes of both parts. Usage: scripts/gpu_session.sh 1|2, after
+# report (`gpu_validate.py --report`) pools the passes of both parts. Usage: scripts/gpu_session.sh 1|2|3, after
 # `python scripts/gpu_ids.py` here (it writes the id lists into var/gpu/, carried to the device).
 set -u
 export PYTHONUNBUFFERED=1
@@ -44,7 +45,19 @@ case "${1:-}" in
   step "hangs"
   timeout -s INT 55 "${BULK[@]}" --ids var/gpu/ids_hang.txt --timeout 8 2>&1 | tail -3 | tee -a "$LOG"
   ;;
-*) echo "usage: $0 1|2" >&2; exit 2 ;;
+3)
+  step "GPU tests"
+  timeout 100 python3 -m pytest -q -m gpu tests/test_runner_gpu.py tests/test_reliability_sandbox.py -p no:cacheprovider 2>&1 | tail -8 | tee -a "$LOG"
+  step "rows >= 50 us, 3 runs each, all GPUs (cold, then warm)"
+  timeout -s INT 150 "${BULK[@]}" --ids var/gpu/ids_big.txt --repeats 3 --timeout 60 2>&1 | tail -3 | tee -a "$LOG"
+  step "do_bench of the rows >= 50 us"
+  timeout 100 python3 scripts/gpu_validate.py --sample data/sample --ids var/gpu/ids_big.txt --repeats 0 \
+    --out /tmp/tlx-val --triton-cache "$TLX_RUNS_DIR/triton-cache" --budget-s 90 --timeout 60 2>&1 | tail -3 | tee -a "$LOG"
+  cp /tmp/tlx-val/results.jsonl "$OUTD/do_bench_part3.jsonl"
+  step "24 rows < 50 us, once"
+  timeout -s INT 90 "${BULK[@]}" --ids var/gpu/ids_small.txt --timeout 60 2>&1 | tail -3 | tee -a "$LOG"
+  ;;
+*) echo "usage: $0 1|2|3" >&2; exit 2 ;;
 esac
 step "end"
 cat "$TLX_RUNS_DIR"/results/*.jsonl > "$OUTD/runs_part$1.jsonl"
