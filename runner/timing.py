@@ -32,7 +32,7 @@ SIDE_CHECK_TRIALS = 20
 SIDE_STREAM_MIN_MS = 0.05  # wall - event - overhead above max(this, SIDE_STREAM_FRACTION * event): suspect
 SIDE_STREAM_FRACTION = 0.5
 LAUNCH_BOUND_FRACTION = 0.9  # host launch time of a call / its GPU time at or above which it is launch-bound
-# (on an H200, GPU-bound rows measured at most 0.7, the rows whose timings moved 15-45% between runs 1.03-1.6)
+# (on an H200, GPU-bound rows measured at most 0.7, the rows whose timings moved 15-45% between runs 1.04-1.6)
 SOURCE_EVENTS = "cuda_events"
 SOURCE_WALL = "wall_minus_host_overhead"
 
