@@ -136,6 +136,9 @@ def show_verdict(job: dict, label_y: float | None, unit: str) -> None:
         st.caption("Ran in the Triton CPU interpreter: correctness only, no timing.")
     if result.get("flags"):
         st.warning("Flags: " + ", ".join(map(str, result["flags"])))
+    if "launch_bound" in (result.get("flags") or []):
+        st.info("Launch-bound: the host needs about as long to launch this call as the GPU needs to run it, so the "
+                "GPU waits for Python between kernels and this timing follows host load from run to run.")
     if result.get("max_abs_diff") is not None:
         st.caption(f"max abs diff {result['max_abs_diff']:.3g} · max rel diff {result.get('max_rel_diff') or 0:.3g}")
     if not ok:
@@ -144,7 +147,8 @@ def show_verdict(job: dict, label_y: float | None, unit: str) -> None:
             st.code(result["traceback"], language=None)
     with st.expander("Environment and method"):
         st.json({"device": result.get("device"), "system": result.get("system"), "method": result.get("method"),
-                 "duration_s": result.get("duration_s"), "finished_at": result.get("finished_at")})
+                 "duration_s": result.get("duration_s"), "phases_s": result.get("phases_s"),
+                 "finished_at": result.get("finished_at")})
 
 
 def runner_jobs(cfg, limit: int = 50) -> list[dict]:
