@@ -1,4 +1,5 @@
-"""Command line of the data layer: `python -m queries ingest SOURCE... --store DIR`."""
+"""Command line of the data layer: `python -m queries ingest SOURCE... --store DIR` and
+`python -m queries check-syntax --store DIR`."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import sys
 
 from queries.ingest import IngestError, ingest
 from queries.sources import SourceError
+from queries.store import StoreError
+from queries.syntax_check import SyntaxCheckError, check_syntax
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,15 +21,30 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--store", required=True, metavar="DIR", help="the store folder to (re)build")
     build.add_argument("--skip-bad-files", action="store_true",
                        help="list unreadable files as rejected instead of failing the build")
-    build.add_argument("--workers", type=int, default=None, help="parser processes (default: all cores)")
-    build.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
+    build.add_argument("--no-syntax-check", action="store_true",
+                       help="stop once the store is usable; mark syntax errors later with check-syntax")
+    check = commands.add_parser("check-syntax", help="mark the programs of a built store that do not compile")
+    check.add_argument("--store", required=True, metavar="DIR", help="the store folder")
+    for command in (build, check):
+        command.add_argument("--workers", type=int, default=None,
+                             help="DuckDB threads and syntax-check processes (default: all cores)")
+        command.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     args = parser.parse_args(argv)
     try:
-        ingest(args.sources, args.store, skip_bad_files=args.skip_bad_files, workers=args.workers,
-               progress=not args.quiet)
+        if args.command == "ingest":
+            ingest(args.sources, args.store, skip_bad_files=args.skip_bad_files, workers=args.workers,
+                   progress=not args.quiet, syntax_check=not args.no_syntax_check)
+        else:
+            check_syntax(args.store, workers=args.workers, progress=not args.quiet)
     except (IngestError, SourceError) as exc:
         print(f"ingest failed: {exc}", file=sys.stderr)
         return 1
+    except (SyntaxCheckError, StoreError) as exc:
+        print(f"syntax check failed: {exc} (the store stays usable, without syntax errors marked)", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -1,17 +1,23 @@
 """Write program texts into code shards (`code/part-NNNNN.parquet`: id, x; zstd; small row groups; page index).
 
-Each split starts a new part, and rows arrive in id order, so every part is sorted by id. `add` returns where
-each row landed (part number, row group), which the index keeps so that one program is one row-group read.
+Rows arrive in id order. Every source file starts a new part, so the rows of a file whose fast read fails half
+way can be dropped (`drop_from`) and read again the slow way; a part holds at most `shard_rows` rows. A
+background thread compresses and writes while the caller computes the next batch (pyarrow releases the GIL).
+Where each row landed comes from the row groups actually written: `locate` reads each part's footer.
 """
 
 from __future__ import annotations
 
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-CODE_SCHEMA = pa.schema([("id", pa.string()), ("x", pa.large_string())])
+CODE_SCHEMA = pa.schema([("id", pa.string()), ("x", pa.string())])
+MAX_PENDING_WRITES = 4  # batches queued for the writer thread (bounds memory)
 
 
 class CodeWriter:
@@ -21,51 +27,91 @@ class CodeWriter:
         self.folder, self.group_rows = folder, group_rows
         self.shard_rows = shard_rows - shard_rows % group_rows  # parts end on a row-group boundary
         self.part = -1
-        self.split: str | None = None
         self.rows_in_part = 0
-        self.writer: pq.ParquetWriter | None = None
-        self.ids: list[str] = []
-        self.texts: list[str] = []
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="code-writer")
+        self._pending: deque[Future] = deque()
+        self._open: tuple[int, pq.ParquetWriter] | None = None  # touched by the writer thread only
 
-    def start_split(self, split: str) -> None:
-        if self.split != split:
-            self._next_part()
-        self.split = split
+    def start_file(self) -> int:
+        """Begin a source file in a new part; returns that part's number (for `drop_from`)."""
+        self._next_part()
+        return self.part
 
-    def add(self, ids: list[str], texts: list[str]) -> tuple[list[int], list[int]]:
-        shards, groups = [], []
-        for row_id, text in zip(ids, texts, strict=True):
+    def add(self, ids: pa.Array, texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """Queue rows for writing; returns each row's part and its position within that part."""
+        n = len(ids)
+        parts = np.empty(n, np.int32)
+        positions = np.empty(n, np.int64)
+        done = 0
+        while done < n:
             if self.rows_in_part == self.shard_rows:
                 self._next_part()
-            shards.append(self.part)
-            groups.append(self.rows_in_part // self.group_rows)
-            self.ids.append(row_id)
-            self.texts.append(text)
-            self.rows_in_part += 1
-            if len(self.ids) == self.group_rows:
-                self._flush()
-        return shards, groups
+            take = min(n - done, self.shard_rows - self.rows_in_part)
+            parts[done : done + take] = self.part
+            positions[done : done + take] = np.arange(self.rows_in_part, self.rows_in_part + take)
+            table = pa.Table.from_arrays([ids.slice(done, take), texts.slice(done, take)], schema=CODE_SCHEMA)
+            self._submit(self._write, self.part, table)
+            self.rows_in_part += take
+            done += take
+        return parts, positions
+
+    def drop_from(self, part: int) -> None:
+        """Forget every row written to `part` and later parts (their files are deleted)."""
+        self._drain()
+        self._thread.submit(self._close_open).result()
+        for p in range(part, self.part + 1):
+            self._path(p).unlink(missing_ok=True)
+        self.part, self.rows_in_part = part - 1, self.shard_rows
 
     def close(self) -> None:
-        self._flush()
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None
+        self._drain()
+        self._thread.submit(self._close_open).result()
+        self._thread.shutdown()
+
+    def abort(self) -> None:
+        """Stop without waiting for queued writes (the build is being thrown away)."""
+        for future in self._pending:
+            future.cancel()
+        self._thread.shutdown(wait=True, cancel_futures=True)
+        self._close_open()
+
+    def locate(self, parts: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """Row group of each (part, position) pair, from the row groups the closed parts hold."""
+        groups = np.empty(len(parts), np.int32)
+        for part in np.unique(parts):
+            meta = pq.read_metadata(self._path(int(part)))
+            ends = np.cumsum([meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
+            mask = parts == part
+            groups[mask] = np.searchsorted(ends, positions[mask], side="right")
+            if len(ends) == 0 or positions[mask].max() >= ends[-1]:
+                raise RuntimeError(f"{self._path(int(part))} holds fewer rows than were written to it")
+        return groups
 
     def _next_part(self) -> None:
-        self.close()
         self.part += 1
         self.rows_in_part = 0
-        self.writer = pq.ParquetWriter(
-            self.folder / f"part-{self.part:05d}.parquet",
-            CODE_SCHEMA,
-            compression="zstd",
-            write_page_index=True,
-            write_statistics=["id"],
-        )
 
-    def _flush(self) -> None:
-        if self.ids:
-            table = pa.table({"id": self.ids, "x": pa.array(self.texts, pa.large_string())}, schema=CODE_SCHEMA)
-            self.writer.write_table(table, row_group_size=self.group_rows)
-            self.ids, self.texts = [], []
+    def _path(self, part: int) -> Path:
+        return self.folder / f"part-{part:05d}.parquet"
+
+    def _submit(self, fn, *args) -> None:
+        while len(self._pending) >= MAX_PENDING_WRITES:
+            self._pending.popleft().result()
+        self._pending.append(self._thread.submit(fn, *args))
+
+    def _drain(self) -> None:
+        while self._pending:
+            self._pending.popleft().result()
+
+    def _write(self, part: int, table: pa.Table) -> None:
+        if self._open is None or self._open[0] != part:
+            self._close_open()
+            writer = pq.ParquetWriter(self._path(part), CODE_SCHEMA, compression="zstd", use_dictionary=False,
+                                      write_statistics=["id"], write_page_index=True)
+            self._open = (part, writer)
+        self._open[1].write_table(table, row_group_size=self.group_rows)
+
+    def _close_open(self) -> None:
+        if self._open is not None:
+            self._open[1].close()
+            self._open = None

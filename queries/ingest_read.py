@@ -130,3 +130,9 @@ def _strings(rb: pa.RecordBatch, name: str) -> list[str | None]:
     if name not in rb.schema.names:
         return [None] * rb.num_rows
     return rb.column(name).cast(pa.string()).to_pylist()
+
+
+def x_is_text(path: Path) -> bool:
+    """Whether `x` is stored as text (DuckDB reads it then); binary `x` goes through the Python reader."""
+    typ = pq.read_schema(path).field("x").type
+    return pa.types.is_string(typ) or pa.types.is_large_string(typ)

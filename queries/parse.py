@@ -3,14 +3,15 @@
 `parse_program(x)` parses the program with `ast` and walks its top-level statements: the candidate starts at
 the first statement that belongs to it (an `import triton`/`from triton ...` after the reference `Model`, a
 Triton-decorated def, `class ModelNew`, or helpers, constants and imports just above those that only the
-candidate uses); the reference is everything before. Programs that do not parse fall back to a text split at the
-first `import triton` line (plus the import lines just above it).
+candidate uses); the reference is everything before. Programs that do not parse fall back to the text rules
+ingest uses for every row (`queries/text_rules.py`: the line where the candidate starts, plus the import lines
+just above it; kernels by their decorators).
 
-Fingerprints (16 hex of sha256) ignore formatting and comments. `problem_key` hashes the AST dump of the
-reference without imports and docstrings (memoized on the reference text: references repeat across the many
-candidates of a problem); `candidate_key` hashes the candidate text without docstrings, comments and whitespace
-(an AST dump of every candidate would cost as much again as parsing it). Only statements are walked, never
-expressions (except where a rule needs names), which keeps a parse close to the cost of `ast.parse`.
+`problem_key` (16 hex of sha256) hashes the AST dump of the reference without imports and docstrings (memoized
+on the reference text: references repeat across the many candidates of a problem), so it ignores formatting and
+comments; `candidate_key` is ingest's (`text_rules.program_candidate_key`), so the detail page and the index
+agree. Only statements are walked, never expressions (except where a rule needs names), which keeps a parse
+close to the cost of `ast.parse`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import io
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+from queries.text_rules import candidate_key, program_candidate_key, python_regex, text_cut
 
 STATIC_ERRORS = ("syntax_error", "no_model_new", "no_reference", "no_get_inputs", "no_triton_kernel", "ok_static")
 _KERNEL_DECORATORS = {"jit", "autotune", "heuristics"}
@@ -83,8 +86,6 @@ def _parse_ast(x: str, tree: ast.Module) -> ParsedProgram:
         error = "no_triton_kernel"
     else:
         error = "ok_static"
-    docstrings = [(d.lineno, d.end_lineno) for d in _docstrings(cand_body)]
-    cand_form = _text_form(_drop_lines(lines, docstrings, _first_line(cand_body[0]))) if cand_body else ""
     return ParsedProgram(
         reference=reference,
         candidate=candidate,
@@ -93,7 +94,7 @@ def _parse_ast(x: str, tree: ast.Module) -> ParsedProgram:
         title=title,
         static_error=error,
         problem_key=problem_key,
-        candidate_key=_digest(cand_form),
+        candidate_key=program_candidate_key(x),
     )
 
 
@@ -131,17 +132,6 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
 
 def _is_bare_string(node: ast.stmt) -> bool:
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
-
-
-def _docstrings(body: list[ast.stmt]) -> Iterator[ast.Expr]:
-    """Bare string statements (docstrings and string 'comments') among `body` and its nested statements."""
-    return (node for node in _statements(body) if _is_bare_string(node))
-
-
-def _drop_lines(lines: list[str], spans: list[tuple[int, int]], start: int) -> str:
-    """The text from line `start` on (1-based), without the given (first, last) line spans."""
-    drop = {i for first, last in spans for i in range(first, last + 1)}
-    return "".join(line for i, line in enumerate(lines[start - 1 :], start) if i not in drop)
 
 
 def _triton_aliases(tree: ast.Module) -> dict[str, str]:
@@ -316,38 +306,38 @@ def _digest(text: str) -> str:
 
 # ---------------------------------------------------------------- text fallback
 
-_TRITON_IMPORT = re.compile(r"^\s*(import\s+triton\b|from\s+triton\b)", re.M)
 _IMPORT_LINE = re.compile(r"^\s*(import\s|from\s+\S+\s+import\s)")
-_TEXT_KERNEL = re.compile(
-    r"^(?P<indent>[ \t]*)@(?P<dec>(?:\w+\.)?(?:jit|autotune|heuristics))\b[^\n]*\n"
-    r"(?:[ \t]*(?:@[^\n]*|[^\n]*\)[ \t]*)\n)*?[ \t]*(?:async\s+)?def\s+(?P<name>\w+)",
-    re.M,
-)
+_KERNEL = python_regex("kernel")
+_AUTOTUNE = python_regex("autotune")
+_NEXT_LINE = re.compile(r"\n([ \t]*)(\S)")
+
+
+def reference_fields(before_cut: str) -> tuple[int, str, str]:
+    """(length, problem_key, title) of the reference in `before_cut`, the text before a `text_cut`: import and
+    blank lines just above the cut belong to the candidate. Ingest calls this once per distinct text."""
+    cut = len(before_cut)
+    lines_above = before_cut.splitlines(keepends=True)
+    while lines_above and (_IMPORT_LINE.match(lines_above[-1]) or not lines_above[-1].strip()):
+        cut -= len(lines_above.pop())
+    reference = before_cut[:cut]
+    tree = _try_parse(reference)
+    if tree is None:
+        return cut, candidate_key(reference), ""
+    problem_key, title = _reference_key(reference, tree.body, _first_class(tree.body, "Model"))
+    return cut, problem_key, title
 
 
 def _parse_text(x: str) -> ParsedProgram:
-    m = _TRITON_IMPORT.search(x)
-    if m is None:
-        m = re.search(r"^class\s+ModelNew\b", x, re.M)
-    cut = len(x) if m is None else x.rfind("\n", 0, m.start()) + 1
-    lines_above = x[:cut].splitlines(keepends=True)
-    while lines_above and (_IMPORT_LINE.match(lines_above[-1]) or not lines_above[-1].strip()):
-        cut -= len(lines_above.pop())
-    reference, candidate = x[:cut], x[cut:]
-    ref_tree = _try_parse(reference)
-    if ref_tree is not None:
-        problem_key, title = _reference_key(reference, ref_tree.body, _first_class(ref_tree.body, "Model"))
-    else:
-        title, problem_key = "", _digest(_text_form(reference))
+    cut, problem_key, title = reference_fields(x[: text_cut(x)])
     return ParsedProgram(
-        reference=reference,
-        candidate=candidate,
+        reference=x[:cut],
+        candidate=x[cut:],
         mode="text",
         kernels=_text_kernels(x),
         title=title,
         static_error="syntax_error",
         problem_key=problem_key,
-        candidate_key=_digest(_text_form(candidate)),
+        candidate_key=program_candidate_key(x),
     )
 
 
@@ -359,27 +349,16 @@ def _try_parse(source: str) -> ast.Module | None:
 
 
 def _text_kernels(x: str) -> list[Kernel]:
+    """Kernels found by ingest's pattern; each one's source runs to the next line indented no deeper."""
     kernels = []
-    for m in _TEXT_KERNEL.finditer(x):
-        start = m.start()
-        lineno = x.count("\n", 0, start) + 1
-        indent = len(m.group("indent"))
-        end = m.end()
-        for line in re.finditer(r"\n([ \t]*)(\S)", x[m.end() :]):
+    for m in _KERNEL.finditer(x):
+        line_start = x.rfind("\n", 0, m.start()) + 1
+        indent = m.start() - line_start
+        end = len(x)
+        for line in _NEXT_LINE.finditer(x, m.end()):
             if len(line.group(1)) <= indent and line.group(2) != ")":
-                end = m.end() + line.start() + 1
+                end = line.start() + 1
                 break
-        else:
-            end = len(x)
-        decorators = x[start : m.end()]
-        kernels.append(Kernel(m.group("name"), x[start:end], "autotune" in decorators, lineno))
+        autotuned = _AUTOTUNE.search(m.group(0)) is not None
+        kernels.append(Kernel(m.group(1), x[line_start:end], autotuned, x.count("\n", 0, line_start) + 1))
     return kernels
-
-
-_COMMENT = re.compile(r"#[^\n\"']*$", re.M)  # a comment holding no quote (so never one inside a string)
-_SPACE = re.compile(r"\s+")
-
-
-def _text_form(source: str) -> str:
-    """`source` without comments and whitespace: equal for reformatted or re-commented copies."""
-    return _SPACE.sub("", _COMMENT.sub("", source))

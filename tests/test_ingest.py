@@ -139,7 +139,7 @@ def test_corruption_mid_file_fails_late_and_keeps_the_store(tmp_path):
 
 
 def test_huge_row_group_and_parallel_parse(tmp_path, monkeypatch):
-    monkeypatch.setattr("queries.ingest_parse.PARALLEL_MIN_ROWS", 100)  # use worker processes on a small file
+    monkeypatch.setattr("queries.syntax_check.PARALLEL_MIN_ROWS", 100)  # syntax-check processes on a small file
     rows = 1200
     texts = [program(("relu", "matmul")[i % 2], block=64 + i) for i in range(rows)]
     src = tmp_path / "train.parquet"

@@ -1,0 +1,206 @@
+"""Ingest, stage 1: read each source file once, write the code shards, then the index, into a build folder.
+
+DuckDB reads each file and computes every row's fields by text rules (`queries/ingest_scan.py`), in parallel and
+within a memory limit whatever the file's row groups; the code writer compresses on another thread meanwhile.
+When DuckDB cannot read a file cleanly (binary or invalid UTF-8 `x`, a corrupt page), what was written for that
+file is dropped and the file is read again by the Python streaming reader (`queries/ingest_read.py`), whose
+per-row rejects and error messages are the reference behaviour. Problem keys and titles are computed in Python
+once per distinct text before the cut; `queries/sql/ingest_index.sql` joins them back, maps test problem ids
+onto train rows and writes the index sorted by id.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from queries.db import sql_text
+from queries.ingest_code import CodeWriter
+from queries.ingest_progress import Progress, say
+from queries.ingest_read import BadFile, read_batches, x_is_text
+from queries.ingest_refs import References
+from queries.ingest_scan import connect, finish_batch, scan_decoded, scan_parquet
+
+MAX_REJECTS_KEPT = 1000
+DUCKDB_MEMORY_LIMIT = "1GB"
+DUCKDB_BATCH_ROWS = 2048
+
+INDEX_SCHEMA = pa.schema([
+    ("id", pa.string()), ("split", pa.string()), ("row", pa.int64()), ("source_file", pa.string()),
+    ("problem_key", pa.string()), ("problem_id", pa.string()), ("holdout_group", pa.string()),
+    ("title", pa.string()), ("level", pa.int32()), ("y", pa.float64()), ("ok", pa.bool_()),
+    ("static_error", pa.string()), ("parse_mode", pa.string()), ("n_kernels", pa.int32()),
+    ("kernel_names", pa.list_(pa.string())), ("autotuned", pa.bool_()), ("candidate_key", pa.string()),
+    ("n_chars", pa.int64()), ("ref_chars", pa.int64()), ("cand_chars", pa.int64()),
+    ("code_shard", pa.int32()), ("code_rg", pa.int32()),
+])
+
+
+class IngestError(RuntimeError):
+    """The build could not complete; the previous store (if any) is untouched."""
+
+
+@dataclass(frozen=True)
+class Options:
+    workers: int
+    batch_rows: int  # rows per batch of the Python reader
+    group_rows: int
+    shard_rows: int
+    skip_bad_files: bool
+    progress: bool
+
+
+class Rejects:
+    """Counts rejected rows by reason, keeps the first MAX_REJECTS_KEPT, and tells about the first few."""
+
+    def __init__(self):
+        self.reasons: Counter[str] = Counter()
+        self.kept: list[dict] = []
+
+    def add(self, file: Path, row: int, reason: str, detail: str) -> None:
+        self.reasons[reason] += 1
+        if len(self.kept) < MAX_REJECTS_KEPT:
+            self.kept.append({"file": str(file), "row": row, "reason": reason, "detail": detail})
+        if self.reasons.total() <= 20:
+            say(f"rejected {file} row {row}: {reason} ({detail})")
+
+
+class _FileRows:
+    """What one source file contributed; kept apart until the file is done, so a failed fast read is undone."""
+
+    def __init__(self):
+        self.index: list[pa.Table] = []
+        self.rejects: list[tuple[int, str, str]] = []
+        self.rows_read = 0
+
+
+def build(checked: list, bad: list[dict], tmp: Path, opts: Options) -> dict:
+    """Write code shards and index.parquet into `tmp`; returns the summary's accounting fields."""
+    (tmp / "code").mkdir(parents=True)
+    reader = _Reader(tmp, opts, bad, total_rows=sum(rows for _, (rows, _) in checked))
+    rejects, index_parts, sources = Rejects(), [], []
+    next_row: Counter[str] = Counter()
+    try:
+        for f, (rows, columns) in checked:
+            got = reader.read_file(f, columns, next_row[f.split], rows)
+            for row, reason, detail in got.rejects:
+                rejects.add(f.path, row, reason, detail)
+            index_parts += got.index
+            next_row[f.split] += got.rows_read
+            sources.append({"path": str(f.path), "split": f.split, "rows": got.rows_read,
+                            "bytes": f.path.stat().st_size})
+        reader.writer.close()
+        reader.meter.done()
+        index = _write_index(tmp, index_parts, reader.refs, reader.writer, opts.workers)
+    except BaseException:
+        reader.writer.abort()
+        raise
+    finally:
+        reader.con.close()
+        reader.refs.close()
+    return {
+        "sources": sources,
+        "rows_read": sum(s["rows"] for s in sources),
+        "rows_indexed": index.num_rows,
+        "rows_rejected": rejects.reasons.total(),
+        "reject_reasons": dict(rejects.reasons),
+        "rejects": rejects.kept,
+        "bad_files": bad,
+    }
+
+
+class _Reader:
+    """Reads source files into the code writer; `refs` collects each distinct text before the cut."""
+
+    def __init__(self, tmp: Path, opts: Options, bad: list[dict], total_rows: int):
+        self.opts, self.bad = opts, bad
+        self.con = connect(opts.workers, DUCKDB_MEMORY_LIMIT)
+        self.writer = CodeWriter(tmp / "code", opts.group_rows, opts.shard_rows)
+        self.meter = Progress(total_rows, opts.progress)
+        self.refs = References(opts.workers)
+
+    def read_file(self, f, columns: list[str], first_row: int, rows: int) -> _FileRows:
+        """The rows of one file: DuckDB's fast read, or, when that fails, the Python reader's."""
+        first_part = self.writer.start_file()
+        if x_is_text(f.path):
+            got = _FileRows()
+            batch_rows = max(1, DUCKDB_BATCH_ROWS // self.opts.group_rows) * self.opts.group_rows
+            try:
+                for rb in _reading(scan_parquet(self.con, f, columns, first_row, batch_rows)):
+                    self._add(got, rb, keep_rejects=True)
+                    self.meter.advance(rb.num_rows, f.path.name)
+                return got
+            except _FastReadFailed as failed:
+                say(f"{f.path}: reading it again row by row ({str(failed.__cause__).splitlines()[0][:300]})")
+                self.meter.advance(-got.rows_read, f.path.name)
+                self.writer.drop_from(first_part)
+                self.writer.start_file()
+        return self._read_decoded(f, columns, first_row, rows)
+
+    def _read_decoded(self, f, columns: list[str], first_row: int, rows: int) -> _FileRows:
+        got = _FileRows()
+        try:
+            for batch in read_batches(f, columns, self.opts.batch_rows, first_row):
+                got.rejects += batch.rejects
+                for rb in scan_decoded(self.con, batch, first_row):
+                    self._add(got, rb, keep_rejects=False)  # the reader has rejected them already
+                got.rows_read += batch.n_rows
+                self.meter.advance(batch.n_rows, f.path.name)
+        except BadFile as exc:
+            if not self.opts.skip_bad_files:
+                raise IngestError(f"{exc} (the store was not changed)") from exc
+            self.bad.append({"file": str(f.path), "reason": str(exc), "rows_unread": rows - got.rows_read})
+            say(f"stopped reading {exc}; kept its first {got.rows_read} rows")
+        return got
+
+    def _add(self, got: _FileRows, rb: pa.RecordBatch, keep_rejects: bool) -> None:
+        finished = finish_batch(rb, self.refs)
+        if keep_rejects:
+            got.rejects += finished.rejects
+            got.rows_read += rb.num_rows
+        for key, text in finished.new_refs.items():
+            self.refs.add(key, text)
+        parts, positions = self.writer.add(finished.ids, finished.texts)
+        got.index.append(finished.index.append_column("code_shard", pa.array(parts))
+                         .append_column("code_position", pa.array(positions)))
+
+
+class _FastReadFailed(Exception):
+    """DuckDB could not read a source file cleanly (the cause says why)."""
+
+
+def _reading(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """`batches`, with a failure to produce the next one raised as _FastReadFailed (and nothing else)."""
+    while True:
+        try:
+            rb = next(batches)
+        except StopIteration:
+            return
+        except (duckdb.Error, pa.ArrowException, OSError) as exc:
+            raise _FastReadFailed() from exc
+        yield rb
+
+
+def _write_index(tmp: Path, index_parts: list[pa.Table], refs: References, writer: CodeWriter,
+                 workers: int) -> pa.Table:
+    rows = pa.concat_tables(index_parts) if index_parts else None
+    if rows is None or rows.num_rows == 0:
+        index = INDEX_SCHEMA.empty_table()
+    else:
+        groups = writer.locate(rows["code_shard"].to_numpy(), rows["code_position"].to_numpy())
+        rows = rows.append_column("code_rg", pa.array(groups))
+        con = duckdb.connect(":memory:", config={"threads": workers, "memory_limit": DUCKDB_MEMORY_LIMIT})
+        try:
+            con.register("rows", rows)
+            con.register("refs", refs.table())
+            index = con.sql(sql_text("ingest_index")).to_arrow_table().cast(INDEX_SCHEMA)
+        finally:
+            con.close()
+    pq.write_table(index, tmp / "index.parquet", compression="zstd")
+    return index

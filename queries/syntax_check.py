@@ -1,0 +1,169 @@
+"""Ingest, stage 2: mark the programs Python cannot compile, after stage 1 has put the store in place.
+
+Only Python's parser can tell a syntax error, at ~1.5 ms a program, so this stage runs once the store is already
+usable (`python -m queries ingest` runs it right after stage 1 unless `--no-syntax-check`; `python -m queries
+check-syntax --store DIR` runs it later). Work is spread over processes by code row groups. Each program's
+candidate part is compiled, and each distinct reference once per process; only when one of them fails (or the
+candidate holds a `from __future__` import, legal only at the top) is the whole text compiled, so the verdict is
+always the whole program's. Then index.parquet is rewritten (`static_error` 'syntax_error' and `parse_mode`
+'text' for those rows, `parse_mode` 'ast' for the others; keys never change) and meta.json gets
+`syntax_check: {done, rows, syntax_errors, seconds}`, each by an atomic rename, index first (queries/db.py
+reconnects when meta.json changes). Interrupted or failed, it leaves the store as stage 1 wrote it.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import time
+import warnings
+from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from queries.ingest_progress import Progress, say
+from queries.store import Store
+
+PARALLEL_MIN_ROWS = 5000  # below this, starting worker processes costs more than it saves
+TASK_ROWS = 2048
+_COMPILE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError)
+_MEMO_SIZE = 20_000
+_reference_compiles: dict[str, bool] = {}  # per process: reference text -> compiles on its own
+
+
+class SyntaxCheckError(RuntimeError):
+    """The syntax check could not finish; the store stays as stage 1 wrote it."""
+
+
+def check_syntax(store: str | Path, *, workers: int | None = None, progress: bool = True) -> dict:
+    """Run stage 2 on `store`; returns (and records in meta.json) `{done, rows, syntax_errors, seconds}`."""
+    started = time.monotonic()
+    store = Path(store).expanduser().resolve()
+    build_id = Store(store).meta.get("build_id")
+    index = pq.read_table(store / "index.parquet")
+    tasks = _tasks(store, index)
+    meter = Progress(index.num_rows, progress, "programs checked")
+    try:
+        bad = _run(tasks, workers or os.cpu_count() or 1, index.num_rows, meter)
+    except Exception as exc:  # a broken part file or worker: the store stays as stage 1 wrote it
+        raise SyntaxCheckError(f"{store}: {type(exc).__name__}: {exc}") from exc
+    meter.done()
+    result = {"done": True, "rows": index.num_rows, "syntax_errors": len(bad),
+              "seconds": round(time.monotonic() - started, 2)}
+    _publish(store, build_id, _marked(index, bad), result)
+    if progress:
+        say(f"syntax check: {result['rows']:,} programs, {len(bad):,} syntax errors ({result['seconds']:.1f} s)")
+    return result
+
+
+def _run(tasks: list, workers: int, rows: int, meter: Progress) -> list[str]:
+    """Ids of the programs that do not compile, from worker processes when there are enough rows."""
+    bad: list[str] = []
+    if workers > 1 and rows >= PARALLEL_MIN_ROWS:
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"))
+        finished = False
+        try:
+            futures = [pool.submit(check_rows, *task) for task in tasks]
+            for future in as_completed(futures):
+                checked, found = future.result()
+                bad += found
+                meter.advance(checked, "syntax check")
+            finished = True
+        finally:  # interrupted or failed: drop the queued work instead of waiting for it
+            pool.shutdown(wait=finished, cancel_futures=not finished)
+    else:
+        for task in tasks:
+            checked, found = check_rows(*task)
+            bad += found
+            meter.advance(checked, "syntax check")
+    return bad
+
+
+def _tasks(store: Path, index: pa.Table) -> list[tuple[str, list[int], dict[str, int]]]:
+    """(code part, its row groups, {row id: reference length}) in chunks of about TASK_ROWS rows."""
+    rows_of = defaultdict(list)
+    columns = (index[name].to_pylist() for name in ("code_shard", "code_rg", "id", "ref_chars"))
+    for shard, group, row_id, ref_chars in zip(*columns, strict=True):
+        rows_of[(shard, group)].append((row_id, ref_chars))
+    tasks, current, key = [], None, None
+    for shard, group in sorted(rows_of):
+        if current is None or key != shard or len(current[2]) >= TASK_ROWS:
+            current = (str(store / "code" / f"part-{shard:05d}.parquet"), [], {})
+            key = shard
+            tasks.append(current)
+        current[1].append(group)
+        current[2].update(rows_of[(shard, group)])
+    return tasks
+
+
+def check_rows(path: str, groups: list[int], ref_chars: dict[str, int]) -> tuple[int, list[str]]:
+    """(rows checked, ids of those that do not compile) among `ref_chars`' rows in row groups `groups`."""
+    table = pq.ParquetFile(path).read_row_groups(groups, columns=["id", "x"])
+    bad = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarning and the like, once per program otherwise
+        for row_id, x in zip(table["id"].to_pylist(), table["x"].to_pylist(), strict=True):
+            if row_id in ref_chars and not program_compiles(x, ref_chars[row_id]):
+                bad.append(row_id)
+    return len(ref_chars), bad
+
+
+def program_compiles(x: str, ref_chars: int) -> bool:
+    """Whether `x` compiles, usually found by compiling only its candidate part (the reference is memoized)."""
+    reference, candidate = x[:ref_chars], x[ref_chars:]
+    if "__future__" not in candidate and _compiles(candidate):
+        ok = _reference_compiles.get(reference)
+        if ok is None:
+            if len(_reference_compiles) >= _MEMO_SIZE:
+                _reference_compiles.clear()
+            ok = _reference_compiles[reference] = _compiles(reference)
+        if ok:
+            return True
+    return _compiles(x)
+
+
+def _compiles(source: str) -> bool:
+    try:
+        compile(source, "<program>", "exec", dont_inherit=True)
+    except _COMPILE_ERRORS:
+        return False
+    return True
+
+
+def _marked(index: pa.Table, bad: list[str]) -> pa.Table:
+    is_bad = pc.is_in(index["id"], value_set=pa.array(bad, pa.string()))
+    static = pc.if_else(is_bad, pa.scalar("syntax_error"), index["static_error"])
+    mode = pc.if_else(is_bad, pa.scalar("text"), pa.scalar("ast"))
+    index = index.set_column(index.schema.get_field_index("static_error"), "static_error", static)
+    return index.set_column(index.schema.get_field_index("parse_mode"), "parse_mode", mode)
+
+
+def _publish(store: Path, build_id: str | None, index: pa.Table, result: dict) -> None:
+    """Replace index.parquet, then meta.json, unless the store was rebuilt meanwhile."""
+    meta_path = store / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    if meta.get("build_id") != build_id:
+        raise SyntaxCheckError(f"{store} was rebuilt during the syntax check; run `python -m queries "
+                               f"check-syntax --store {store}` again")
+    tmp = store / f".index.parquet.{os.getpid()}.tmp"
+    try:
+        pq.write_table(index, tmp, compression="zstd")
+        os.replace(tmp, store / "index.parquet")
+    finally:
+        tmp.unlink(missing_ok=True)
+    write_meta(store, {**meta, "syntax_check": result})
+
+
+def write_meta(store: Path, meta: dict) -> None:
+    """Write meta.json atomically (a reader sees the old file or the new one, never part of one)."""
+    tmp = store / f".meta.json.{os.getpid()}.tmp"
+    try:
+        tmp.write_text(json.dumps(meta, indent=1))
+        os.replace(tmp, store / "meta.json")
+    finally:
+        tmp.unlink(missing_ok=True)
