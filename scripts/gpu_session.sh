@@ -13,7 +13,7 @@ set -u
 export PYTHONUNBUFFERED=1
 OUTD=${OUT:-/tmp/tlx-out}; mkdir -p "$OUTD"
 LOG="$OUTD/log_part${1:-x}.txt"
-STORE=${STORE:-/tmp/tlx-store}  # a prebuilt store may be carried (export STORE=...)
+STORE=${STORE:-/tmp/tlx-store}  # carry a prebuilt store (export STORE=...): ingest needs duckdb, which GPU images may lack
 export TLX_RUNS_DIR=/tmp/tlx-runs
 [ -f "$STORE/meta.json" ] || python3 -m queries ingest data/sample --store "$STORE" 2>&1 | tail -1
 BULK=(python3 -m runner bulk --store "$STORE")
