@@ -13,8 +13,13 @@ from ui import charts, context, data, links, widgets
 info = context.current_store()
 store = info.path
 st.title("Failures")
-st.caption("Static errors come from parsing every program at ingest (nothing runs); measured errors come from "
-           "re-runs on the runner. Rows whose label is empty failed in the dataset's own measurement.")
+st.caption("Static errors come from text rules and a compile of every program at ingest (nothing runs); measured "
+           "errors come from re-runs on the runner. Rows whose label is empty failed in the dataset's own "
+           "measurement.")
+syntax_check = info.meta.get("syntax_check")  # absent in stores whose ingest parsed every program at once
+if syntax_check is not None and not syntax_check.get("done"):
+    st.warning("Syntax errors are not marked in this store yet: its ingest stopped before the syntax check. "
+               f"Run `python -m queries check-syntax --store {store}`.")
 
 with st.sidebar:
     split = widgets.choice("Split", ["train", "test"], "split", key="fail_split")

@@ -140,6 +140,15 @@ def test_failures_filter_by_error_type(env, ui_store):
     assert "error=no_model_new" in at.code[-1].value
 
 
+def test_failures_page_says_when_syntax_errors_are_not_marked(env, ui_store, tmp_path):
+    env(ui_store)
+    assert not any("check-syntax" in w.value for w in open_page("failures").warning)
+    env(build_store(tmp_path, syntax_check=False))
+    at = open_page("failures")
+    no_exception(at)
+    assert any("not marked in this store yet" in w.value and "check-syntax" in w.value for w in at.warning)
+
+
 def test_search_links_rows_and_reports_bad_patterns(env, ui_store):
     env(ui_store)
     at = open_page("search", q="Negation <script>")

@@ -45,7 +45,7 @@ def _rows(split: str, count: int) -> dict:
     return columns
 
 
-def build_store(tmp: Path, *, empty: bool = False) -> Path:
+def build_store(tmp: Path, *, empty: bool = False, syntax_check: bool = True) -> Path:
     """Write train/test Parquet into `tmp/src` and ingest them into `tmp/store`; returns the store path."""
     from queries.ingest import ingest
 
@@ -57,5 +57,5 @@ def build_store(tmp: Path, *, empty: bool = False) -> Path:
     if not empty:
         pq.write_table(pa.table(_rows("test", 12)), src / "test.parquet")
     store = tmp / "store"
-    ingest([str(src)], store, progress=False, workers=1)
+    ingest([str(src)], store, progress=False, workers=1, syntax_check=syntax_check)
     return store
