@@ -23,8 +23,8 @@ from queries.ingest_build import IngestError, Options, build
 from queries.ingest_progress import say
 from queries.ingest_read import BadFile, check_file
 from queries.sources import resolve_sources
-from queries.store import SCHEMA_VERSION
-from queries.syntax_check import check_syntax, write_meta
+from queries.store import SCHEMA_VERSION, write_meta
+from queries.syntax_check import check_syntax
 
 __all__ = ["IngestError", "format_summary", "ingest"]
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -101,6 +103,22 @@ class Store:
                     )
                 self._locations = locations
             return self._locations
+
+
+def replace_file(target: Path, write: Callable[[Path], None]) -> None:
+    """Write `target` through `write(temporary path beside it)` and an atomic rename: a reader sees the old file
+    or the new one, never part of one."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_meta(store: Path, meta: dict) -> None:
+    """Write the store's meta.json atomically."""
+    replace_file(store / "meta.json", lambda path: path.write_text(json.dumps(meta, indent=1)))
 
 
 def sample_files() -> list[Path]:

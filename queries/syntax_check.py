@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from queries.ingest_progress import Progress, say
-from queries.store import Store
+from queries.store import Store, replace_file, write_meta
 
 PARALLEL_MIN_ROWS = 5000  # below this, starting worker processes costs more than it saves
 TASK_ROWS = 2048
@@ -150,20 +150,5 @@ def _publish(store: Path, build_id: str | None, index: pa.Table, result: dict) -
     if meta.get("build_id") != build_id:
         raise SyntaxCheckError(f"{store} was rebuilt during the syntax check; run `python -m queries "
                                f"check-syntax --store {store}` again")
-    tmp = store / f".index.parquet.{os.getpid()}.tmp"
-    try:
-        pq.write_table(index, tmp, compression="zstd")
-        os.replace(tmp, store / "index.parquet")
-    finally:
-        tmp.unlink(missing_ok=True)
+    replace_file(store / "index.parquet", lambda path: pq.write_table(index, path, compression="zstd"))
     write_meta(store, {**meta, "syntax_check": result})
-
-
-def write_meta(store: Path, meta: dict) -> None:
-    """Write meta.json atomically (a reader sees the old file or the new one, never part of one)."""
-    tmp = store / f".meta.json.{os.getpid()}.tmp"
-    try:
-        tmp.write_text(json.dumps(meta, indent=1))
-        os.replace(tmp, store / "meta.json")
-    finally:
-        tmp.unlink(missing_ok=True)

@@ -33,6 +33,7 @@ SIDE_STREAM_MIN_MS = 0.05  # wall - event - overhead above max(this, SIDE_STREAM
 SIDE_STREAM_FRACTION = 0.5
 LAUNCH_BOUND_FRACTION = 0.9  # host launch time of a call / its GPU time at or above which it is launch-bound
 # (on an H200, GPU-bound rows measured at most 0.7, the rows whose timings moved 15-45% between runs 1.04-1.6)
+DO_BENCH_FLAG = "timing_do_bench"  # on results timed by the do_bench cross-check
 SOURCE_EVENTS = "cuda_events"
 SOURCE_WALL = "wall_minus_host_overhead"
 
@@ -235,7 +236,7 @@ def time_do_bench(fn: Callable[[], Any], opts: TimingOptions) -> tuple[Timing, l
     rep_ms = min(1000.0, max(100.0, opts.time_budget_s * 1000.0))
     times = [float(v) for v in triton.testing.do_bench(fn, warmup=25, rep=rep_ms, return_mode="all")]
     timing = summarize(times, _perf_counter() - t0, source="triton_do_bench")
-    return timing, ["timing_do_bench"]
+    return timing, [DO_BENCH_FLAG]
 
 
 def time_callable(fn: Callable[[], Any], opts: TimingOptions) -> tuple[Timing, list[str]]:

@@ -32,14 +32,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from runner.options import EvalOptions, TimingOptions  # noqa: E402
 from runner.result import RunResult  # noqa: E402
 from runner.sandbox import evaluate_in_sandbox  # noqa: E402
+from runner.timing import DO_BENCH_FLAG  # noqa: E402
 
 COLUMNS = ("id", "label_y", "verdicts", "median_ms", "event_ms", "wall_ms", "side_stream", "cv_runs", "do_bench_ms",
            "do_bench_agree_pct", "overhead_s", "speedup")
 AGREE_PCT = 3.0
-
-
-def is_do_bench(r: RunResult) -> bool:
-    return "timing_do_bench" in r.flags or (r.method.get("timing") or {}).get("method") == "do_bench"
 
 
 def load_rows(sample: Path) -> list[tuple[str, str, float | None]]:
@@ -186,7 +183,7 @@ def report(sample: Path, files: list[Path], out: Path) -> int:
         for line in path.read_text().splitlines():
             if line.strip():
                 r = RunResult.from_dict(json.loads(line))
-                if is_do_bench(r):
+                if DO_BENCH_FLAG in r.flags:
                     bench[r.id] = r
                 else:
                     runs.setdefault(r.id, []).append(r)

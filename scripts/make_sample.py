@@ -26,9 +26,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
 from sample_programs import all_problems  # noqa: E402
 from sample_programs.variants import Candidate, build_candidates  # noqa: E402
+
+from runner.timing import DO_BENCH_FLAG  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "data" / "sample"
 SEED = 20240611
@@ -125,7 +128,7 @@ def load_labels(path: Path, row_ids: list[str]) -> tuple[dict[str, float | None]
             row_id, status = obj.get("id"), obj.get("status")
             if not isinstance(row_id, str) or status not in ("ok", "failed"):
                 raise LabelError(f"{path}:{lineno}: needs a string 'id' and 'status' 'ok' or 'failed'")
-            if "timing_do_bench" in (obj.get("flags") or []):
+            if DO_BENCH_FLAG in (obj.get("flags") or []):
                 continue
             median = _field(obj, "timing.median_ms")
             if status == "ok" and not isinstance(median, int | float):
