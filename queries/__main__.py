@@ -7,9 +7,9 @@ import argparse
 import sys
 
 from queries.ingest import IngestError, ingest
-from queries.sources import SourceError
+from queries.ingest.sources import SourceError
+from queries.ingest.syntax_check import SyntaxCheckError, check_syntax
 from queries.store import StoreError
-from queries.syntax_check import SyntaxCheckError, check_syntax
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,6 +23,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="list unreadable files as rejected instead of failing the build")
     build.add_argument("--no-syntax-check", action="store_true",
                        help="stop once the store is usable; mark syntax errors later with check-syntax")
+    build.add_argument("--allow-shrink", action="store_true",
+                       help="replace the store even when the build indexes no row or under half its rows")
     check = commands.add_parser("check-syntax", help="mark the programs of a built store that do not compile")
     check.add_argument("--store", required=True, metavar="DIR", help="the store folder")
     for command in (build, check):
@@ -33,7 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "ingest":
             ingest(args.sources, args.store, skip_bad_files=args.skip_bad_files, workers=args.workers,
-                   progress=not args.quiet, syntax_check=not args.no_syntax_check)
+                   progress=not args.quiet, syntax_check=not args.no_syntax_check,
+                   allow_shrink=args.allow_shrink)
         else:
             check_syntax(args.store, workers=args.workers, progress=not args.quiet)
     except (IngestError, SourceError) as exc:

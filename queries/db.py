@@ -12,41 +12,22 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from functools import cache
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
+from common.errors import TlxError
 from queries.results import load_run_results, results_signature
 from queries.settings import Settings, load_settings
-from queries.store import Store, StoreError
-
-SQL_DIR = Path(__file__).resolve().parent / "sql"
-
-REQUIRED_INDEX_COLUMNS = (
-    "id", "split", "row", "problem_key", "problem_id", "holdout_group", "title", "level", "y", "ok",
-    "static_error", "n_kernels", "kernel_names", "autotuned", "candidate_key", "n_chars", "program_sha256",
-    "code_shard", "code_rg",
-)
-
+from queries.sql_files import sql_text
+from queries.store import INDEX_SCHEMA, Store, StoreError
 
 MEMO_BYTES = 64 * 1024 * 1024
 
 
-class QueryTimeout(RuntimeError):
+class QueryTimeout(TlxError, RuntimeError):
     """A query ran past its time limit and was interrupted."""
-
-
-@cache
-def sql_text(sql_name: str) -> str:
-    """The text of `queries/sql/<sql_name>.sql` (names are fixed identifiers, never user input)."""
-    if not sql_name.replace("_", "").isalnum():
-        raise ValueError(f"bad SQL name {sql_name!r}")
-    path = SQL_DIR / f"{sql_name}.sql"
-    if not path.is_file():
-        raise ValueError(f"no SQL file {path}")
-    return path.read_text(encoding="utf-8")
 
 
 class Database:
@@ -91,7 +72,7 @@ class Database:
         except duckdb.Error as exc:
             raise StoreError(f"{path}: cannot read the index ({str(exc).splitlines()[0]})") from exc
         columns = {row[0] for row in self.con.execute("DESCRIBE programs").fetchall()}
-        missing = [name for name in REQUIRED_INDEX_COLUMNS if name not in columns]
+        missing = [name for name in INDEX_SCHEMA.names if name not in columns]
         rows = self.con.execute("SELECT count(*) FROM programs").fetchall()[0][0]
         if missing or not rows:
             reason = f"lacks columns {', '.join(missing)}" if missing else "holds no rows"

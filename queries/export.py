@@ -7,36 +7,28 @@ refused past `MAX_CODE_ROWS` rows (narrow the filters) so an export never holds 
 from __future__ import annotations
 
 import io
-from collections import defaultdict
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from queries.db import Database, connect
 from queries.filters import NO_FILTERS, Filters
+from queries.store import LOCATION_COLUMNS
 
 FORMATS = ("parquet", "jsonl")
 MAX_CODE_ROWS = 20_000
-INTERNAL_COLUMNS = ("code_shard", "code_rg")
+INTERNAL_COLUMNS = LOCATION_COLUMNS
 
 
 class ExportError(ValueError):
     """The export asked for is not possible (unknown format, too many rows with code)."""
 
 
-def _with_code(store_path: Path, table: pa.Table) -> pa.Table:
-    wanted: dict[tuple[int, int], list[str]] = defaultdict(list)
-    for row_id, shard, group in zip(table["id"].to_pylist(), table["code_shard"].to_pylist(),
-                                    table["code_rg"].to_pylist(), strict=True):
-        wanted[(shard, group)].append(row_id)
-    texts: dict[str, str] = {}
-    for (shard, group), ids in sorted(wanted.items()):
-        path = store_path / "code" / f"part-{shard:05d}.parquet"
-        chunk = pq.ParquetFile(path).read_row_group(group, columns=["id", "x"])
-        chunk = chunk.filter(pc.is_in(chunk["id"], value_set=pa.array(ids, pa.string())))
-        texts.update(zip(chunk["id"].to_pylist(), chunk["x"].to_pylist(), strict=True))
+def _with_code(db: Database, table: pa.Table) -> pa.Table:
+    locations = zip(table["id"].to_pylist(), table["code_shard"].to_pylist(), table["code_rg"].to_pylist(),
+                    strict=True)
+    texts = dict(db.store.programs(locations))
     return table.append_column("x", pa.array([texts.get(i) for i in table["id"].to_pylist()], pa.string()))
 
 
@@ -56,7 +48,7 @@ def export(store: Path | str, f: Filters = NO_FILTERS, fmt: str = "parquet", fas
         if table.num_rows > MAX_CODE_ROWS:
             raise ExportError(f"{table.num_rows} rows selected: exports with code are limited to "
                               f"{MAX_CODE_ROWS} rows; narrow the filters")
-        table = _with_code(db.store.path, table)
+        table = _with_code(db, table)
     table = table.drop_columns([c for c in INTERNAL_COLUMNS if c in table.column_names])
     if fmt == "jsonl":
         return _jsonl(db, table)

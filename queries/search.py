@@ -116,8 +116,7 @@ def search_code(store: Path | str, pattern: str, regex: bool = False, limit: int
     if not f.is_empty:
         ids = db.execute("filtered_ids", f.params())
         allowed = ids["id"].combine_chunks()
-        paths = [db.store.path / "code" / f"part-{shard:05d}.parquet"
-                 for shard in sorted(set(ids["code_shard"].to_pylist()))]
+        paths = [db.store.code_path(shard) for shard in sorted(set(ids["code_shard"].to_pylist()))]
     found: list[dict] = []
     scanned = 0
     complete = True

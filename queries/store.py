@@ -1,42 +1,69 @@
-"""Read an ingested store (index.parquet + code shards + meta.json) and build the embedded sample store.
+"""The store format's one owner: its file layout, its index schema, and reading a built store.
 
-Layout and columns: docs/ARCHITECTURE.md, section Store. `Store.program(row_id)` reads one row group of one code
-shard, located through a small per-split lookup (row numbers -> shard, row group) loaded once per `Store`.
+A store is a folder: `meta.json`, `index.parquet` (one row per program, `INDEX_SCHEMA`, no code) and code shards
+`code/part-NNNNN.parquet` (`CODE_SCHEMA`). Ingest writes it (`queries/ingest/`), everything else reads it; both
+take the paths and schemas from here. Layout and columns: docs/ARCHITECTURE.md, section Store.
+`Store.program(row_id)` reads one row group of one code shard, located through a small per-split lookup (row
+numbers -> shard, row group) loaded once per `Store`; `Store.programs(locations)` reads many, a row group at a time.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from queries.settings import SAMPLE_DIR, Settings
+from common.errors import TlxError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: index column program_sha256
+META_FILE = "meta.json"
+INDEX_FILE = "index.parquet"
+CODE_DIR = "code"
+LOCATION_COLUMNS = ("code_shard", "code_rg")  # where a row's text is: code part, row group within it
+
+INDEX_SCHEMA = pa.schema([
+    ("id", pa.string()), ("split", pa.string()), ("row", pa.int64()), ("source_file", pa.string()),
+    ("problem_key", pa.string()), ("problem_id", pa.string()), ("holdout_group", pa.string()),
+    ("title", pa.string()), ("level", pa.int32()), ("y", pa.float64()), ("ok", pa.bool_()),
+    ("static_error", pa.string()), ("parse_mode", pa.string()), ("n_kernels", pa.int32()),
+    ("kernel_names", pa.list_(pa.string())), ("autotuned", pa.bool_()), ("candidate_key", pa.string()),
+    ("n_chars", pa.int64()), ("ref_chars", pa.int64()), ("cand_chars", pa.int64()),
+    ("program_sha256", pa.string()), ("code_shard", pa.int32()), ("code_rg", pa.int32()),
+])
+CODE_SCHEMA = pa.schema([("id", pa.string()), ("x", pa.string())])
 
 
-class StoreError(RuntimeError):
+def code_path(store: Path, shard: int) -> Path:
+    """The code shard `shard` of the store (or build folder) `store`."""
+    return Path(store) / CODE_DIR / f"part-{shard:05d}.parquet"
+
+
+class StoreError(TlxError, RuntimeError):
     """A store that is missing, empty or broken, or a row id it does not hold."""
+
+
+class RowNotInStore(StoreError, LookupError):
+    """A well-formed row id that the store does not hold (or a malformed one)."""
 
 
 def parse_row_id(row_id: str) -> tuple[str, int]:
     split, sep, row = str(row_id).rpartition("/")
     if not sep or not split or not row.isdigit():
-        raise StoreError(f"bad row id {row_id!r}: expected '<split>/<row>', e.g. 'train/000123'")
+        raise RowNotInStore(f"bad row id {row_id!r}: expected '<split>/<row>', e.g. 'train/000123'")
     return split, int(row)
 
 
 class Store:
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        meta_path = self.path / "meta.json"
+        meta_path = self.path / META_FILE
         if not meta_path.is_file():
             raise StoreError(f"{self.path}: no store here (meta.json missing); build one with "
                              f"`python -m queries ingest SOURCE... --store {self.path}`")
@@ -47,10 +74,10 @@ class Store:
         if self.meta.get("schema_version") != SCHEMA_VERSION:
             raise StoreError(f"{meta_path}: schema_version {self.meta.get('schema_version')!r}, "
                              f"this code reads {SCHEMA_VERSION}; rebuild the store")
-        self.index_path = self.path / "index.parquet"
+        self.index_path = self.path / INDEX_FILE
         if not self.index_path.is_file():
             raise StoreError(f"{self.index_path}: missing; rebuild the store")
-        self.code_paths = sorted((self.path / "code").glob("part-*.parquet"))
+        self.code_paths = sorted((self.path / CODE_DIR).glob("part-*.parquet"))
         self._locations: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None
         self._code_meta: dict[int, pq.FileMetaData] = {}
         self._lock = threading.Lock()
@@ -65,31 +92,59 @@ class Store:
         rows, shards, groups = self._lookup().get(split, (np.empty(0, np.int64),) * 3)
         at = int(np.searchsorted(rows, row))
         if at >= len(rows) or rows[at] != row:
-            raise StoreError(f"{self.path}: no row {row_id!r}")
+            raise RowNotInStore(f"{self.path}: no row {row_id!r}")
         shard, group = int(shards[at]), int(groups[at])
-        path = self.path / "code" / f"part-{shard:05d}.parquet"
-        try:
-            table = pq.ParquetFile(path, metadata=self._meta_of(shard, path)).read_row_group(group, columns=["id", "x"])
-        except (OSError, ValueError) as exc:
-            raise StoreError(f"{path}: row group {group} unreadable ({exc}); rebuild the store") from exc
+        table = self._row_group(shard, group)
         match = table.filter(pc.equal(table["id"], f"{split}/{row:06d}"))
         if match.num_rows != 1:
-            raise StoreError(f"{path}: row group {group} does not hold {row_id!r}; rebuild the store")
+            raise StoreError(f"{self.code_path(shard)}: row group {group} does not hold {row_id!r}; rebuild the store")
         return match["x"][0].as_py()
 
-    def _meta_of(self, shard: int, path: Path) -> pq.FileMetaData:
-        with self._lock:
-            if shard not in self._code_meta:
-                self._code_meta[shard] = pq.read_metadata(path)
-            return self._code_meta[shard]
+    def code_path(self, shard: int) -> Path:
+        return code_path(self.path, shard)
+
+    def read_index(self, columns: Iterable[str]) -> pa.Table:
+        """Columns of index.parquet (names from `INDEX_SCHEMA`)."""
+        columns = list(columns)
+        unknown = [c for c in columns if c not in INDEX_SCHEMA.names]
+        if unknown:
+            raise ValueError(f"not index columns: {', '.join(unknown)}")
+        try:
+            return pq.read_table(self.index_path, columns=columns)
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"{self.index_path}: unreadable ({exc}); rebuild the store") from exc
+
+    def programs(self, locations: Iterable[tuple[str, int, int]]) -> Iterator[tuple[str, str]]:
+        """(row id, program) for (row id, code_shard, code_rg) triples, reading each row group once; rows come
+        out grouped by row group. StoreError when a row group is unreadable or lacks one of its rows."""
+        by_group: dict[tuple[int, int], list[str]] = {}
+        for row_id, shard, group in locations:
+            by_group.setdefault((int(shard), int(group)), []).append(row_id)
+        for (shard, group), ids in sorted(by_group.items()):
+            table = self._row_group(shard, group)
+            texts = dict(zip(table["id"].to_pylist(), table["x"].to_pylist(), strict=True))
+            for row_id in ids:
+                if row_id not in texts:
+                    raise StoreError(f"{self.code_path(shard)}: row group {group} does not hold {row_id!r}; "
+                                     "rebuild the store")
+                yield row_id, texts[row_id]
+
+    def _row_group(self, shard: int, group: int) -> pa.Table:
+        """Row group `group` (id, x) of code part `shard`; its footer is read once per `Store`."""
+        path = self.code_path(shard)
+        try:
+            with self._lock:
+                if shard not in self._code_meta:
+                    self._code_meta[shard] = pq.read_metadata(path)
+                meta = self._code_meta[shard]
+            return pq.ParquetFile(path, metadata=meta).read_row_group(group, columns=["id", "x"])
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"{path}: row group {group} unreadable ({exc}); rebuild the store") from exc
 
     def _lookup(self) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         with self._lock:
             if self._locations is None:
-                try:
-                    t = pq.read_table(self.index_path, columns=["split", "row", "code_shard", "code_rg"])
-                except (OSError, ValueError) as exc:
-                    raise StoreError(f"{self.index_path}: unreadable ({exc}); rebuild the store") from exc
+                t = self.read_index(["split", "row", *LOCATION_COLUMNS])
                 locations = {}
                 splits = t["split"].to_numpy(zero_copy_only=False)
                 for split in np.unique(splits):
@@ -118,39 +173,4 @@ def replace_file(target: Path, write: Callable[[Path], None]) -> None:
 
 def write_meta(store: Path, meta: dict) -> None:
     """Write the store's meta.json atomically."""
-    replace_file(store / "meta.json", lambda path: path.write_text(json.dumps(meta, indent=1)))
-
-
-def sample_files() -> list[Path]:
-    return sorted(SAMPLE_DIR.glob("*.parquet"))
-
-
-def ensure_sample_store(settings: Settings) -> Path:
-    """The store to show: `settings.store` as is, or the sample store, (re)built when missing or stale."""
-    if not settings.store_is_sample:
-        return settings.store
-    files = sample_files()
-    if not files:
-        raise StoreError(f"the embedded sample is missing: no {SAMPLE_DIR}/*.parquet; "
-                         "generate it with scripts/make_sample.py or point TLX_STORE at a built store")
-    store = settings.store
-    store.parent.mkdir(parents=True, exist_ok=True)
-    with open(store.parent / f".{store.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; the others wait and then find it fresh
-        if _is_stale(store, files):
-            from queries.ingest import ingest
-
-            ingest([str(f) for f in files], store, sample=True, progress=False)
-    return store
-
-
-def _is_stale(store: Path, files: list[Path]) -> bool:
-    meta = store / "meta.json"
-    if not meta.is_file():
-        return True
-    try:
-        if json.loads(meta.read_text()).get("schema_version") != SCHEMA_VERSION:
-            return True
-    except (OSError, ValueError):
-        return True
-    return meta.stat().st_mtime < max(f.stat().st_mtime for f in files)
+    replace_file(Path(store) / META_FILE, lambda path: path.write_text(json.dumps(meta, indent=1)))

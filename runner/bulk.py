@@ -24,7 +24,7 @@ from typing import Any
 from runner.bulk_backends import LocalBackend, RayBackend, Task
 from runner.jobs import program_sha256
 from runner.results_log import ResultsLog, default_writer, read_results
-from runner.rows import StoreUnavailable, iter_programs, resolve_store
+from runner.rows import StoreUnavailable, iter_programs, open_store, resolve_store
 from runner.run_keys import options_key, result_key, run_settings, stamp
 
 _INDEX_COLUMNS = ["id", "split", "problem_key", "problem_id", "ok", "static_error", "code_shard", "code_rg"]
@@ -44,9 +44,8 @@ def select_rows(store: Path, args: argparse.Namespace, runs_dir: Path) -> list[t
     """(row id, code shard, code row group) of the rows the filters pick, in id order (or sample order)."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
-    index = pq.read_table(Path(store) / "index.parquet", columns=_INDEX_COLUMNS)
+    index = open_store(store).read_index(_INDEX_COLUMNS)
     mask = pc.is_valid(index["id"])
     if args.split:
         mask = pc.and_(mask, pc.equal(index["split"], args.split))

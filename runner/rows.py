@@ -26,8 +26,9 @@ def resolve_store(store: Path | None) -> Path:
     """`store` as given, else `TLX_STORE`, else the embedded sample store (built on first use)."""
     if store is not None:
         return Path(store).expanduser()
+    from queries.ingest import ensure_sample_store
     from queries.settings import load_settings
-    from queries.store import StoreError, ensure_sample_store
+    from queries.store import StoreError
 
     try:
         return ensure_sample_store(load_settings())
@@ -50,18 +51,14 @@ def open_store(store: Path | None):
 
 
 def load_program(store: Path | None, row_id: str) -> str:
-    from queries.store import StoreError, parse_row_id
+    from queries.store import RowNotInStore, StoreError
 
     handle = open_store(store)
     try:
-        parse_row_id(row_id)
-    except StoreError as e:
-        raise RowNotFound(str(e)) from None
-    try:
         return handle.program(row_id)
+    except RowNotInStore as e:
+        raise RowNotFound(str(e)) from None
     except StoreError as e:
-        if "no row" in str(e):
-            raise RowNotFound(f"no row {row_id!r} in store {handle.path}") from None
         raise StoreUnavailable(str(e)) from None
 
 
@@ -70,19 +67,9 @@ def iter_programs(store: Path, locations: Iterable[tuple[str, int, int]]) -> Ite
 
     Rows come out grouped by row group; a row missing from its row group raises StoreUnavailable.
     """
-    import pyarrow.parquet as pq
+    from queries.store import Store, StoreError
 
-    by_group: dict[tuple[int, int], list[str]] = {}
-    for row_id, shard, group in locations:
-        by_group.setdefault((int(shard), int(group)), []).append(row_id)
-    for (shard, group), ids in sorted(by_group.items()):
-        path = Path(store) / "code" / f"part-{shard:05d}.parquet"
-        try:
-            table = pq.ParquetFile(path).read_row_group(group, columns=["id", "x"])
-        except (OSError, ValueError) as e:
-            raise StoreUnavailable(f"{path}: row group {group} unreadable ({e}); rebuild the store") from None
-        programs = dict(zip(table["id"].to_pylist(), table["x"].to_pylist(), strict=True))
-        for row_id in ids:
-            if row_id not in programs:
-                raise StoreUnavailable(f"{path}: row group {group} does not hold {row_id!r}; rebuild the store")
-            yield row_id, programs[row_id]
+    try:
+        yield from Store(resolve_store(store)).programs(locations)  # a fresh handle: bulk may follow a rebuild
+    except StoreError as e:
+        raise StoreUnavailable(str(e)) from None

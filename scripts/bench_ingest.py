@@ -49,8 +49,8 @@ os.remove(out)
 READ_ONLY = """
 import sys
 from pathlib import Path
-from queries.ingest_read import check_file, read_batches
-from queries.sources import resolve_sources
+from queries.ingest.read import check_file, read_batches
+from queries.ingest.sources import resolve_sources
 chars = 0
 for f in resolve_sources(sys.argv[1:]):
     rows, columns = check_file(f.path)

@@ -1,17 +1,28 @@
-"""Generate a synthetic corpus shaped like the real dataset, for ingest and query benchmarks only.
+"""Generate a corpus shaped like the real dataset from real programs, for ingest and query benchmarks only.
 
-    python scripts/make_corpus.py --rows 601000 --out .bench/corpus [--one-row-group] [--seed 0]
+    python scripts/make_corpus.py --rows 601000 --out .bench/corpus [--real ../shared/data/realworld]
+                                  [--one-row-group] [--seed 0]
 
-Writes `train.parquet` (x, y) and `test.parquet` (x, y, problem_id, holdout_group), ~90.5% / 9.5% of the rows:
-programs of 5k-15k characters built from templates (a reference `Model` and a Triton candidate with 2-8
-kernels), about 1 in 5000 inflated to ~300k characters, ~35% null y, a few syntax errors and missing `ModelNew`,
-many problems with a skewed number of candidates each. `--one-row-group` writes each file as a single row group
-(the worst case for a streaming reader; needs the whole file in memory while writing).
+Every row starts from a real program of `--real` (KernelBench references with LLM-written Triton candidates):
+train rows from its train.parquet, test rows (with their `problem_id` and `holdout_group`) from its test.parquet,
+~90.5% / 9.5% of the rows, problems skewed (a few hold many candidates). The reference part (up to the
+candidate's start, as ingest cuts it) is kept as it is, so the corpus has a realistic number of distinct
+problems; in the candidate part every local name (assigned names, arguments, functions and classes other than
+`ModelNew`) is renamed with a word from the real programs' vocabulary and a random suffix, and integer literals
+are redrawn (32 such variants per real program), and each row renames one name again, so no two candidates are
+alike: the files compress ~3-4x like the real ones, not 27x like
+templates. About 1 in 5000 candidates has its kernels repeated to ~300k characters; ~35% of `y` is null.
+`--one-row-group` writes each file as a single row group (the worst case for a streaming reader; needs the whole
+file in memory while writing).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import builtins
+import keyword
+import re
 import time
 from pathlib import Path
 
@@ -19,113 +30,96 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-OPS = ["relu", "sigmoid", "tanh", "exp", "abs", "matmul", "softmax", "gelu", "add", "mul", "sum", "mean"]
-GROUPS = ["full_holdout", "ninety_holdout", "half_holdout"]
+from queries.parse import reference_fields, text_cut
 
-REFERENCE = '''import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    """Problem {p}: applies {op_a} then {op_b} over a tensor of shape ({d0}, {d1})."""
-
-    def __init__(self, scale: float = {scale}):
-        super().__init__()
-        self.scale = scale
-        self.linear = nn.Linear({d1}, {d1})
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.linear(x) * self.scale
-        y = torch.{op_a}(y)
-        return torch.{op_b}(y + {p})
+REAL = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "realworld"
+KEEP = set(keyword.kwlist) | set(dir(builtins)) | {
+    "self", "Model", "ModelNew", "forward", "get_inputs", "get_init_inputs", "torch", "nn", "triton", "tl", "F",
+    "np", "math", "cls", "super", "__init__",
+}
+NUMBER = r"(?<![\w.])[1-9][0-9]{0,4}(?![\w.])"
+BIG_CHARS = 300_000
 
 
-batch_size = {d0}
-dim = {d1}
+class Base:
+    """One real program: its reference part, and its candidate part with a regex over the names to rename."""
+
+    def __init__(self, x: str, problem_id: str | None, holdout_group: str | None):
+        ref_chars = reference_fields(x[: text_cut(x)])[0]
+        self.reference, self.candidate = x[:ref_chars], x[ref_chars:]
+        self.problem_id, self.holdout_group = problem_id, holdout_group
+        names = sorted(_local_names(self.candidate) - KEEP, key=len, reverse=True)
+        alternatives = [rf"\b(?:{'|'.join(map(re.escape, names))})\b"] if names else []
+        self.pattern = re.compile("|".join(alternatives + [NUMBER]))
 
 
-def get_inputs():
-    return [torch.randn(batch_size, dim)]
+def _local_names(code: str) -> set[str]:
+    """Names the candidate defines (assignments, arguments, functions, classes); by text when it does not parse."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return set(re.findall(r"^\s*(\w+)\s*=", code, re.M)) | set(re.findall(r"\bdef\s+(\w+)", code))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+    return names
 
 
-def get_init_inputs():
-    return [{scale}]
-'''
+def _mutate(base: Base, rng: np.random.Generator, vocabulary: list[str]) -> tuple[str, list[str]]:
+    """The base's candidate with its local names renamed and its integer literals redrawn; and the new names."""
+    renames: dict[str, str] = {}
+    picks = iter(rng.integers(len(vocabulary), size=64).tolist())
+    suffixes = iter(rng.integers(1000, size=64).tolist())
+    numbers = iter((2 ** rng.integers(0, 12, size=256)).tolist())
 
-HEADER = '''
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-'''
+    def replace(match: re.Match) -> str:
+        word = match.group(0)
+        if word[0].isdigit():
+            return str(next(numbers, 64))
+        if word not in renames:
+            renames[word] = f"{vocabulary[next(picks, 0)]}_{next(suffixes, 0)}"
+        return renames[word]
 
-KERNEL = '''
-
-@triton.jit
-def {name}(
-    x_ptr, w_ptr, out_ptr,
-    n_rows, n_cols,
-    stride_xm, stride_xn,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-):
-    # one program per ({bm}, {bn}) tile; masked loads on the ragged edge
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    mask = (offs_m[:, None] < n_rows) & (offs_n[None, :] < n_cols)
-    x = tl.load(x_ptr + offs_m[:, None] * stride_xm + offs_n[None, :] * stride_xn, mask=mask, other=0.0)
-    w = tl.load(w_ptr + offs_n, mask=offs_n < n_cols, other=0.0)
-    acc = x * w[None, :] + {c0}
-    acc = tl.where(acc > 0, acc, acc * {c1})
-    acc = acc - tl.max(acc, axis=1)[:, None]
-    num = tl.exp(acc)
-    den = tl.sum(num, axis=1)[:, None]
-    y = num / den
-    tl.store(out_ptr + offs_m[:, None] * stride_xm + offs_n[None, :] * stride_xn, y, mask=mask)
+    return base.pattern.sub(replace, base.candidate), list(renames.values())
 
 
-def launch_{name}(x, w):
-    out = torch.empty_like(x)
-    grid = (triton.cdiv(x.shape[0], {bm}), triton.cdiv(x.shape[1], {bn}))
-    {name}[grid](x, w, out, x.shape[0], x.shape[1], x.stride(0), x.stride(1), BLOCK_M={bm}, BLOCK_N={bn})
-    return out
-'''
+class Programs:
+    """Row texts: `VARIANTS` renamed candidates per base (renaming costs ~1.5 ms, too slow for every row), each
+    row then renaming one of its variant's names again (and a rare one inflated), so no two rows are alike."""
 
-MODEL_NEW = '''
+    VARIANTS = 32
 
-class {cls}(nn.Module):
-    def __init__(self, scale: float = 1.0):
-        super().__init__()
-        self.scale = scale
-        self.linear = nn.Linear({d1}, {d1})
+    def __init__(self, bases: list[Base], rng: np.random.Generator, vocabulary: list[str]):
+        self.bases, self.rng, self.vocabulary = bases, rng, vocabulary
+        self.variants: dict[tuple[int, int], tuple[str, list[str]]] = {}
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.linear(x) * self.scale
-{calls}        return y
-'''
-
-
-def _program(rng: np.random.Generator, problem: int, refs: list[str], big: bool) -> str:
-    n_kernels = int(rng.integers(2, 9)) if not big else 200
-    names = [f"k{problem}_{int(rng.integers(1_000_000))}_{i}" for i in range(n_kernels)]
-    parts = [refs[problem], HEADER]
-    for name in names:
-        parts.append(KERNEL.format(name=name, bm=int(2 ** rng.integers(4, 8)), bn=int(2 ** rng.integers(4, 8)),
-                                   c0=round(float(rng.random()), 4), c1=round(float(rng.random()), 4)))
-    calls = "".join(f"        y = launch_{n}(y, self.linear.bias)\n" for n in names)
-    flaw = rng.random()
-    cls = "ModelNew" if flaw > 0.01 else "ModelFast"
-    body = MODEL_NEW.format(cls=cls, d1=64 + problem % 512, calls=calls)
-    if flaw > 0.97:
-        body = body.replace("return y", "return y)")
-    return "".join(parts) + body
+    def text(self, base: int, big: bool) -> str:
+        key = (base, int(self.rng.integers(self.VARIANTS)))
+        if key not in self.variants:
+            self.variants[key] = _mutate(self.bases[base], self.rng, self.vocabulary)
+        candidate, names = self.variants[key]
+        if names:
+            name = names[int(self.rng.integers(len(names)))]
+            candidate = candidate.replace(name, f"{name}_{int(self.rng.integers(1_000_000))}")
+        if big:
+            candidate = (candidate + "\n") * (BIG_CHARS // max(len(candidate), 1) + 1)
+        return self.bases[base].reference + candidate
 
 
-def _references(n: int, rng: np.random.Generator) -> list[str]:
-    return [REFERENCE.format(p=p, op_a=OPS[p % len(OPS)], op_b=OPS[(p // len(OPS)) % len(OPS)],
-                             d0=16 + p % 4096, d1=64 + p % 512, scale=round(float(rng.random()) + 0.5, 3))
-            for p in range(n)]
+def load_bases(real: Path, split: str) -> tuple[list[Base], list[str]]:
+    table = pq.read_table(real / f"{split}.parquet")
+    for name in ("problem_id", "holdout_group"):
+        if name not in table.column_names:
+            table = table.append_column(name, pa.nulls(table.num_rows, pa.string()))
+    rows = zip(*(table[name].to_pylist() for name in ("x", "problem_id", "holdout_group")), strict=True)
+    bases = [Base(x, p, g) for x, p, g in rows if x]
+    vocabulary = sorted({w for b in bases for w in re.findall(r"\b[a-z][a-z0-9]{2,11}\b", b.candidate)} - KEEP)
+    return bases, vocabulary
 
 
 def _write(path: Path, columns: dict, programs, one_row_group: bool, chunk: int) -> None:
@@ -149,37 +143,49 @@ def _write(path: Path, columns: dict, programs, one_row_group: bool, chunk: int)
             writer.write_table(table, row_group_size=table.num_rows)
 
 
+def _skewed_choice(rng: np.random.Generator, bases: list[Base], n: int) -> np.ndarray:
+    """Base indices for n rows: problems (grouped by reference) drawn with skewed weights, then a base of it."""
+    by_problem: dict[str, list[int]] = {}
+    for i, b in enumerate(bases):
+        by_problem.setdefault(b.reference, []).append(i)
+    groups = list(by_problem.values())
+    order = rng.permutation(len(groups))
+    weights = 1.0 / np.arange(1, len(groups) + 1) ** 0.8
+    problems = order[rng.choice(len(groups), size=n, p=weights / weights.sum())]
+    return np.array([groups[p][rng.integers(len(groups[p]))] for p in problems.tolist()], np.int64)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=601_000)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--real", type=Path, default=REAL, help="folder with the real train/test.parquet")
     parser.add_argument("--one-row-group", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     started = time.monotonic()
     rng = np.random.default_rng(args.seed)
-    n_problems = max(4, args.rows // 240)
-    refs = _references(n_problems, rng)
-    weights = 1.0 / np.arange(1, n_problems + 1) ** 0.8  # skewed: a few problems hold many candidates
-    test_problems = rng.choice(n_problems, size=max(1, n_problems // 4), replace=False)
-    n_test = max(1, round(args.rows * 0.095))
-    splits = {
-        "test": (rng.choice(test_problems, size=n_test), n_test),
-        "train": (rng.choice(n_problems, size=args.rows - n_test, p=weights / weights.sum()), args.rows - n_test),
-    }
     args.out.mkdir(parents=True, exist_ok=True)
+    n_test = max(1, round(args.rows * 0.095))
     chunk = 20_000
-    for split, (problems, n) in splits.items():
+    for split, n in (("test", n_test), ("train", args.rows - n_test)):
+        bases, vocabulary = load_bases(args.real, split)
+        picks = _skewed_choice(rng, bases, n)
         y = np.where(rng.random(n) < 0.35, np.nan, rng.lognormal(-2, 1.5, n))
         columns = {"y": pa.array(y, from_pandas=True)}
         if split == "test":
-            columns["problem_id"] = pa.array([f"{1 + p % 3}_{p}" for p in problems])
-            columns["holdout_group"] = pa.array([GROUPS[p % 3] for p in problems])
+            columns["problem_id"] = pa.array([bases[i].problem_id for i in picks.tolist()], pa.string())
+            columns["holdout_group"] = pa.array([bases[i].holdout_group for i in picks.tolist()], pa.string())
         big = rng.random(n) < 1 / 5000
-        programs = ([_program(rng, int(problems[i]), refs, bool(big[i])) for i in range(s, min(s + chunk, n))]
+        texts = Programs(bases, rng, vocabulary)
+        programs = ([texts.text(int(picks[i]), bool(big[i])) for i in range(s, min(s + chunk, n))]
                     for s in range(0, n, chunk))
-        _write(args.out / f"{split}.parquet", columns, programs, args.one_row_group, chunk)
-        print(f"{split}: {n:,} rows, {(args.out / f'{split}.parquet').stat().st_size / 1e6:,.0f} MB "
+        path = args.out / f"{split}.parquet"
+        _write(path, columns, programs, args.one_row_group, chunk)
+        raw = pq.read_metadata(path)
+        x_bytes = [raw.row_group(g).column(0) for g in range(raw.num_row_groups)]
+        ratio = sum(c.total_uncompressed_size for c in x_bytes) / sum(c.total_compressed_size for c in x_bytes)
+        print(f"{split}: {n:,} rows, {path.stat().st_size / 1e6:,.0f} MB, x compresses {ratio:.1f}x "
               f"({time.monotonic() - started:.0f} s)")
 
 

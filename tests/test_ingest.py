@@ -12,9 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from queries.ingest import IngestError, ingest
+from queries.ingest import IngestError, ensure_sample_store, ingest
 from queries.settings import REPO_ROOT, load_settings
-from queries.store import Store, StoreError, ensure_sample_store
+from queries.store import Store, StoreError
 from tests.fixtures import PROBLEM_IDS, TEST, TRAIN, program, write_fixture_shard
 
 
@@ -139,7 +139,7 @@ def test_corruption_mid_file_fails_late_and_keeps_the_store(tmp_path):
 
 
 def test_huge_row_group_and_parallel_parse(tmp_path, monkeypatch):
-    monkeypatch.setattr("queries.syntax_check.PARALLEL_MIN_ROWS", 100)  # syntax-check processes on a small file
+    monkeypatch.setattr("queries.ingest.syntax_check.PARALLEL_MIN_ROWS", 100)  # syntax-check processes on a small file
     rows = 1200
     texts = [program(("relu", "matmul")[i % 2], block=64 + i) for i in range(rows)]
     src = tmp_path / "train.parquet"
@@ -185,7 +185,7 @@ def test_store_errors(tmp_path):
 def test_ensure_sample_store_builds_and_refreshes(tmp_path, monkeypatch):
     sample = tmp_path / "sample"
     write_fixture_shard(sample)
-    monkeypatch.setattr("queries.store.SAMPLE_DIR", sample)
+    monkeypatch.setattr("queries.ingest.sample.SAMPLE_DIR", sample)
     settings = load_settings({"TLX_CACHE_DIR": str(tmp_path / "cache")})
     path = ensure_sample_store(settings)
     assert Store(path).meta["sample"] is True and Store(path).rows == len(TRAIN) + len(TEST)
@@ -194,7 +194,7 @@ def test_ensure_sample_store_builds_and_refreshes(tmp_path, monkeypatch):
     os.utime(sample / "train.parquet", ns=(built + 10**9, built + 10**9))
     ensure_sample_store(settings)
     assert (path / "meta.json").stat().st_mtime_ns > built
-    monkeypatch.setattr("queries.store.SAMPLE_DIR", tmp_path / "nowhere")
+    monkeypatch.setattr("queries.ingest.sample.SAMPLE_DIR", tmp_path / "nowhere")
     with pytest.raises(StoreError, match="embedded sample is missing"):
         ensure_sample_store(settings)
     explicit = load_settings({"TLX_STORE": str(tmp_path / "mine")})
@@ -204,7 +204,7 @@ def test_ensure_sample_store_builds_and_refreshes(tmp_path, monkeypatch):
 def test_sources_globs_folders_and_hf(tmp_path, monkeypatch):
     import huggingface_hub
 
-    from queries.sources import SourceError, resolve_sources
+    from queries.ingest.sources import SourceError, resolve_sources
 
     paths = write_fixture_shard(tmp_path / "snap" / "data")
     (tmp_path / "snap" / "data" / "valid.parquet").write_bytes(paths[0].read_bytes())

@@ -16,11 +16,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from queries import db
-from queries.ingest import ingest
+from queries.ingest import ingest, sample_files
+from queries.ingest.syntax_check import SyntaxCheckError, check_syntax
 from queries.parse import parse_program
 from queries.settings import REPO_ROOT
-from queries.store import Store, sample_files
-from queries.syntax_check import SyntaxCheckError, check_syntax
+from queries.store import Store
 from queries.text_rules import program_candidate_key
 from runner.jobs import program_sha256 as runner_program_sha256
 from tests.fixtures import REFERENCE, program
@@ -194,7 +194,7 @@ def test_invalid_utf8_in_a_string_column_goes_to_the_python_reader(tmp_path):
 def test_fast_read_failing_midway_drops_what_it_wrote(tmp_path, monkeypatch, capfd):
     import duckdb
 
-    from queries import ingest_build
+    from queries.ingest import build as ingest_build
 
     real_scan = ingest_build.scan_parquet
 
@@ -262,7 +262,7 @@ def test_interrupted_or_failed_stage_two_leaves_a_usable_store(tmp_path, monkeyp
     def interrupted(*args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("queries.syntax_check.check_rows", interrupted)
+    monkeypatch.setattr("queries.ingest.syntax_check.check_rows", interrupted)
     with pytest.raises(KeyboardInterrupt):
         build(tmp_path, texts)
     store = Store(tmp_path / "store")
@@ -273,7 +273,7 @@ def test_interrupted_or_failed_stage_two_leaves_a_usable_store(tmp_path, monkeyp
     def broken(*args):
         raise OSError("disk on fire")
 
-    monkeypatch.setattr("queries.syntax_check.check_rows", broken)
+    monkeypatch.setattr("queries.ingest.syntax_check.check_rows", broken)
     before = (tmp_path / "store" / "index.parquet").read_bytes()
     with pytest.raises(SyntaxCheckError, match="disk on fire"):
         check_syntax(tmp_path / "store", progress=False)
@@ -282,7 +282,7 @@ def test_interrupted_or_failed_stage_two_leaves_a_usable_store(tmp_path, monkeyp
     monkeypatch.undo()
 
     meta = json.loads((tmp_path / "store" / "meta.json").read_text())
-    monkeypatch.setattr("queries.syntax_check.Store", lambda path: type("Old", (), {"meta": {**meta, "build_id": "x"}}))
+    monkeypatch.setattr("queries.ingest.syntax_check.Store", lambda path: type("Old", (), {"meta": {**meta, "build_id": "x"}}))
     with pytest.raises(SyntaxCheckError, match="rebuilt during the syntax check"):
         check_syntax(tmp_path / "store", progress=False)
     assert (tmp_path / "store" / "index.parquet").read_bytes() == before
@@ -292,7 +292,7 @@ def test_a_reference_the_parser_chokes_on_gets_a_text_key(tmp_path, monkeypatch)
     def choke(before_cut):
         raise RecursionError("odd program")
 
-    monkeypatch.setattr("queries.ingest_refs.reference_fields", choke)
+    monkeypatch.setattr("queries.ingest.refs.reference_fields", choke)
     _, index, _ = build(tmp_path, [program("relu"), program("relu", block=512)], syntax_check=False)
     keys = {r["problem_key"] for r in index.values()}
     assert len(keys) == 1 and len(keys.pop()) == 16  # one problem still, keyed by its text

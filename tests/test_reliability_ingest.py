@@ -74,3 +74,58 @@ def test_wrong_y_type_names_the_file_and_column(tmp_path):
     with pytest.raises(IngestError, match=r"train.parquet.*'y'"):
         ingest([str(bad)], tmp_path / "store", progress=False)
     assert (tmp_path / "store" / "meta.json").read_text() == before
+
+
+def _meta(store: Path) -> str:
+    return (store / "meta.json").read_text()
+
+
+@pytest.mark.parametrize("kind", ["undecodable", "empty_table", "blank_programs"])
+def test_an_ingest_that_indexes_nothing_keeps_the_store(tmp_path, kind):
+    store = tmp_path / "store"
+    ingest([str(shard(tmp_path / "good" / "train.parquet"))], store, progress=False)
+    before = _meta(store)
+    bad = tmp_path / "bad" / "train.parquet"
+    bad.parent.mkdir()
+    x = {"undecodable": pa.array([b"\xff\xfe\x00" + bytes([i]) for i in range(128, 140)], pa.binary()),
+         "empty_table": pa.array([], pa.string()),
+         "blank_programs": pa.array(["   ", "\n\t"], pa.string())}[kind]
+    pq.write_table(pa.table({"x": x, "y": pa.array([1.0] * len(x), pa.float64())}), bad)
+    with pytest.raises(IngestError, match="indexes no row.*was not changed.*--allow-shrink"):
+        ingest([str(bad)], store, progress=False)
+    assert _meta(store) == before and Store(store).rows == 5
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no build folder left
+    summary = ingest([str(bad)], store, progress=False, allow_shrink=True)  # said explicitly: replaced
+    assert summary["rows_indexed"] == 0 and json.loads(_meta(store))["rows_indexed"] == 0
+
+
+def test_an_ingest_far_smaller_than_the_store_it_replaces_is_refused(tmp_path):
+    store = tmp_path / "store"
+    ingest([str(shard(tmp_path / "big" / "train.parquet", n=10))], store, progress=False)
+    before = _meta(store)
+    small = shard(tmp_path / "small" / "train.parquet", n=4)
+    done = subprocess.run([sys.executable, "-m", "queries", "ingest", str(small), "--store", str(store)],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "indexes 4 rows, far fewer than the 10" in done.stderr, done.stderr
+    assert "--allow-shrink" in done.stderr and _meta(store) == before
+    half = shard(tmp_path / "half" / "train.parquet", n=5)  # half the rows is not "far fewer"
+    assert ingest([str(half)], store, progress=False)["rows_indexed"] == 5
+    done = subprocess.run([sys.executable, "-m", "queries", "ingest", str(small), "--store", str(store),
+                           "--allow-shrink", "--no-syntax-check"], cwd=REPO, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert Store(store).rows == 4
+
+
+def test_rows_of_files_refused_for_their_schema_are_counted(tmp_path):
+    good = shard(tmp_path / "src" / "train.parquet", n=5)
+    wrong_type = shard(tmp_path / "src" / "train-b.parquet", n=100, y=["fast"] * 100)
+    pq.write_table(pa.table({"code": ["a"] * 50, "y": [1.0] * 50}), tmp_path / "src" / "train-c.parquet")
+    (tmp_path / "src" / "train-d.parquet").write_bytes(b"PAR1 not a footer")  # unreadable footer: rows unknown
+    summary = ingest([str(good.parent)], tmp_path / "store", progress=False, skip_bad_files=True)
+    unread = {Path(b["file"]).name: b["rows_unread"] for b in summary["bad_files"]}
+    assert unread == {"train-b.parquet": 100, "train-c.parquet": 50, "train-d.parquet": None}
+    assert summary["rows_unread"] == 150 and summary["rows_indexed"] == 5
+    in_footers = sum(pq.read_metadata(p).num_rows for p in (good, wrong_type, tmp_path / "src" / "train-c.parquet"))
+    assert summary["rows_read"] + summary["rows_unread"] == in_footers  # every row of a readable footer
+    assert json.loads(_meta(tmp_path / "store"))["rows_unread"] == 150

@@ -28,7 +28,7 @@ def settings() -> Settings:
 
 @st.cache_resource(show_spinner="Building the sample store (first start only)…")
 def _sample_store_path(store: str, cache_dir: str) -> str:
-    from queries.store import ensure_sample_store
+    from queries.ingest import ensure_sample_store
 
     return str(ensure_sample_store(load_settings()))
 

@@ -1,9 +1,9 @@
 """Ingest, stage 1: read each source file once, write the code shards, then the index, into a build folder.
 
-DuckDB reads each file and computes every row's fields by text rules (`queries/ingest_scan.py`), in parallel and
+DuckDB reads each file and computes every row's fields by text rules (`queries/ingest/scan.py`), in parallel and
 within a memory limit whatever the file's row groups; the code writer compresses on another thread meanwhile.
 When DuckDB cannot read a file cleanly (binary or invalid UTF-8 `x`, a corrupt page), what was written for that
-file is dropped and the file is read again by the Python streaming reader (`queries/ingest_read.py`), whose
+file is dropped and the file is read again by the Python streaming reader (`queries/ingest/read.py`), whose
 per-row rejects and error messages are the reference behaviour. Problem keys and titles are computed in Python
 once per distinct text before the cut; `queries/sql/ingest_index.sql` joins them back, maps test problem ids
 onto train rows and writes the index sorted by id.
@@ -20,29 +20,20 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from queries.db import sql_text
-from queries.ingest_code import CodeWriter
-from queries.ingest_progress import Progress, say
-from queries.ingest_read import BadFile, read_batches, x_is_text
-from queries.ingest_refs import References
-from queries.ingest_scan import connect, finish_batch, scan_decoded, scan_parquet
+from common.errors import TlxError
+from queries.ingest.code_writer import CodeWriter
+from queries.ingest.progress import Progress, say
+from queries.ingest.read import BadFile, read_batches, x_is_text
+from queries.ingest.refs import References
+from queries.ingest.scan import connect, finish_batch, scan_decoded, scan_parquet
+from queries.sql_files import sql_text
+from queries.store import INDEX_FILE, INDEX_SCHEMA, code_path
 
 MAX_REJECTS_KEPT = 1000
 DUCKDB_MEMORY_LIMIT = "1GB"
 DUCKDB_BATCH_ROWS = 2048
 
-INDEX_SCHEMA = pa.schema([
-    ("id", pa.string()), ("split", pa.string()), ("row", pa.int64()), ("source_file", pa.string()),
-    ("problem_key", pa.string()), ("problem_id", pa.string()), ("holdout_group", pa.string()),
-    ("title", pa.string()), ("level", pa.int32()), ("y", pa.float64()), ("ok", pa.bool_()),
-    ("static_error", pa.string()), ("parse_mode", pa.string()), ("n_kernels", pa.int32()),
-    ("kernel_names", pa.list_(pa.string())), ("autotuned", pa.bool_()), ("candidate_key", pa.string()),
-    ("n_chars", pa.int64()), ("ref_chars", pa.int64()), ("cand_chars", pa.int64()),
-    ("program_sha256", pa.string()), ("code_shard", pa.int32()), ("code_rg", pa.int32()),
-])
-
-
-class IngestError(RuntimeError):
+class IngestError(TlxError, RuntimeError):
     """The build could not complete; the previous store (if any) is untouched."""
 
 
@@ -82,7 +73,7 @@ class _FileRows:
 
 def build(checked: list, bad: list[dict], tmp: Path, opts: Options) -> dict:
     """Write code shards and index.parquet into `tmp`; returns the summary's accounting fields."""
-    (tmp / "code").mkdir(parents=True)
+    code_path(tmp, 0).parent.mkdir(parents=True)
     reader = _Reader(tmp, opts, bad, total_rows=sum(rows for _, (rows, _) in checked))
     rejects, index_parts, sources = Rejects(), [], []
     next_row: Counter[str] = Counter()
@@ -112,6 +103,8 @@ def build(checked: list, bad: list[dict], tmp: Path, opts: Options) -> dict:
         "reject_reasons": dict(rejects.reasons),
         "rejects": rejects.kept,
         "bad_files": bad,
+        # rows of bad files whose footer could be read but which were not read (all of them, or after a break)
+        "rows_unread": sum(b["rows_unread"] or 0 for b in bad),
     }
 
 
@@ -121,7 +114,7 @@ class _Reader:
     def __init__(self, tmp: Path, opts: Options, bad: list[dict], total_rows: int):
         self.opts, self.bad = opts, bad
         self.con = connect(opts.workers, DUCKDB_MEMORY_LIMIT)
-        self.writer = CodeWriter(tmp / "code", opts.group_rows, opts.shard_rows)
+        self.writer = CodeWriter(tmp, opts.group_rows, opts.shard_rows)
         self.meter = Progress(total_rows, opts.progress)
         self.refs = References(opts.workers)
 
@@ -202,5 +195,5 @@ def _write_index(tmp: Path, index_parts: list[pa.Table], refs: References, write
             index = con.sql(sql_text("ingest_index")).to_arrow_table().cast(INDEX_SCHEMA)
         finally:
             con.close()
-    pq.write_table(index, tmp / "index.parquet", compression="zstd")
+    pq.write_table(index, tmp / INDEX_FILE, compression="zstd")
     return index

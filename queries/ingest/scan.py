@@ -15,9 +15,9 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from queries.db import sql_text
-from queries.ingest_read import Batch
-from queries.sources import SourceFile
+from queries.ingest.read import Batch
+from queries.ingest.sources import SourceFile
+from queries.sql_files import sql_text
 from queries.text_rules import PATTERNS, candidate_fingerprint
 
 OPTIONAL_COLUMNS = ("problem_id", "holdout_group")

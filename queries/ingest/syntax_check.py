@@ -26,8 +26,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from queries.ingest_progress import Progress, say
-from queries.store import Store, replace_file, write_meta
+from common.errors import TlxError
+from queries.ingest.progress import Progress, say
+from queries.store import INDEX_FILE, META_FILE, Store, code_path, replace_file, write_meta
 
 PARALLEL_MIN_ROWS = 5000  # below this, starting worker processes costs more than it saves
 TASK_ROWS = 2048
@@ -36,7 +37,7 @@ _MEMO_SIZE = 20_000
 _reference_compiles: dict[str, bool] = {}  # per process: reference text -> compiles on its own
 
 
-class SyntaxCheckError(RuntimeError):
+class SyntaxCheckError(TlxError, RuntimeError):
     """The syntax check could not finish; the store stays as stage 1 wrote it."""
 
 
@@ -45,7 +46,7 @@ def check_syntax(store: str | Path, *, workers: int | None = None, progress: boo
     started = time.monotonic()
     store = Path(store).expanduser().resolve()
     build_id = Store(store).meta.get("build_id")
-    index = pq.read_table(store / "index.parquet")
+    index = pq.read_table(store / INDEX_FILE)
     tasks = _tasks(store, index)
     meter = Progress(index.num_rows, progress, "programs checked")
     try:
@@ -93,7 +94,7 @@ def _tasks(store: Path, index: pa.Table) -> list[tuple[str, list[int], dict[str,
     tasks, current, key = [], None, None
     for shard, group in sorted(rows_of):
         if current is None or key != shard or len(current[2]) >= TASK_ROWS:
-            current = (str(store / "code" / f"part-{shard:05d}.parquet"), [], {})
+            current = (str(code_path(store, shard)), [], {})
             key = shard
             tasks.append(current)
         current[1].append(group)
@@ -145,10 +146,10 @@ def _marked(index: pa.Table, bad: list[str]) -> pa.Table:
 
 def _publish(store: Path, build_id: str | None, index: pa.Table, result: dict) -> None:
     """Replace index.parquet, then meta.json, unless the store was rebuilt meanwhile."""
-    meta_path = store / "meta.json"
+    meta_path = store / META_FILE
     meta = json.loads(meta_path.read_text())
     if meta.get("build_id") != build_id:
         raise SyntaxCheckError(f"{store} was rebuilt during the syntax check; run `python -m queries "
                                f"check-syntax --store {store}` again")
-    replace_file(store / "index.parquet", lambda path: pq.write_table(index, path, compression="zstd"))
+    replace_file(store / INDEX_FILE, lambda path: pq.write_table(index, path, compression="zstd"))
     write_meta(store, {**meta, "syntax_check": result})

@@ -6,11 +6,13 @@ import glob
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.errors import TlxError
+
 HF_PREFIX = "hf://datasets/"
 HF_DATASET = "makora-ai/triton-gpu-latency"
 
 
-class SourceError(ValueError):
+class SourceError(TlxError, ValueError):
     """A source argument that names nothing usable."""
 
 

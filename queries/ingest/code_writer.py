@@ -16,15 +16,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-CODE_SCHEMA = pa.schema([("id", pa.string()), ("x", pa.string())])
+from queries.store import CODE_SCHEMA, code_path
+
 MAX_PENDING_WRITES = 4  # batches queued for the writer thread (bounds memory)
 
 
 class CodeWriter:
-    def __init__(self, folder: Path, group_rows: int, shard_rows: int):
+    def __init__(self, store: Path, group_rows: int, shard_rows: int):
         if group_rows < 1 or shard_rows < group_rows:
             raise ValueError("need 1 <= group_rows <= shard_rows")
-        self.folder, self.group_rows = folder, group_rows
+        self.store, self.group_rows = store, group_rows
         self.shard_rows = shard_rows - shard_rows % group_rows  # parts end on a row-group boundary
         self.part = -1
         self.rows_in_part = 0
@@ -92,7 +93,7 @@ class CodeWriter:
         self.rows_in_part = 0
 
     def _path(self, part: int) -> Path:
-        return self.folder / f"part-{part:05d}.parquet"
+        return code_path(self.store, part)
 
     def _submit(self, fn, *args) -> None:
         while len(self._pending) >= MAX_PENDING_WRITES:

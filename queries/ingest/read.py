@@ -10,7 +10,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from queries.sources import SourceFile
+from common.errors import TlxError
+from queries.ingest.sources import SourceFile
 
 READ_BUFFER_BYTES = 4 << 20  # stream column chunks through a small buffer instead of loading them whole
 _TEXT = (pa.types.is_string, pa.types.is_large_string, pa.types.is_binary, pa.types.is_large_binary)
@@ -20,8 +21,13 @@ REQUIRED = {"x": _TEXT, "y": _NUMBER}
 OPTIONAL = {"problem_id": _LABEL, "holdout_group": _LABEL}
 
 
-class BadFile(ValueError):
-    """A source file that cannot be read as a whole (message names the file)."""
+class BadFile(TlxError, ValueError):
+    """A source file that cannot be read as a whole (message names the file); `rows`: its row count when its
+    footer could be read (those rows are then reported unread), else None."""
+
+    def __init__(self, message: str, rows: int | None = None):
+        super().__init__(message)
+        self.rows = rows
 
 
 def check_file(path: Path) -> tuple[int, list[str]]:
@@ -39,11 +45,11 @@ def check_file(path: Path) -> tuple[int, list[str]]:
     for name, accepted in (REQUIRED | OPTIONAL).items():
         if name not in schema.names:
             if name in REQUIRED:
-                raise BadFile(f"{path}: column {name!r} missing (columns: {', '.join(schema.names)})")
+                raise BadFile(f"{path}: column {name!r} missing (columns: {', '.join(schema.names)})", meta.num_rows)
             continue
         typ = schema.field(name).type
         if not any(check(typ) for check in accepted):
-            raise BadFile(f"{path}: column {name!r} has type {typ}, expected {_expected(name)}")
+            raise BadFile(f"{path}: column {name!r} has type {typ}, expected {_expected(name)}", meta.num_rows)
         columns.append(name)
     return meta.num_rows, columns
 

@@ -1,10 +1,10 @@
 """Build a store from source Parquet files, in two stages.
 
-Stage 1 (`queries/ingest_build.py`) reads every file once with DuckDB, writes the code shards and an index whose
+Stage 1 (`queries/ingest/build.py`) reads every file once with DuckDB, writes the code shards and an index whose
 fields come from text rules, in a temporary folder next to the target, and swaps it in only when complete: a
 failed build leaves the previous store as it was. Every row read is either indexed or rejected with a reason;
 the summary (printed and kept in meta.json) accounts for all of them. The store is usable from then on.
-Stage 2 (`queries/syntax_check.py`) then compiles every program to mark syntax errors, rewriting index.parquet
+Stage 2 (`queries/ingest/syntax_check.py`) then compiles every program to mark syntax errors, rewriting index.parquet
 and meta.json in place; skipped with `syntax_check=False`, it can run later (`python -m queries check-syntax`).
 Layout: docs/ARCHITECTURE.md, section Store.
 """
@@ -12,6 +12,7 @@ Layout: docs/ARCHITECTURE.md, section Store.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import time
@@ -19,14 +20,16 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from queries.ingest_build import IngestError, Options, build
-from queries.ingest_progress import say
-from queries.ingest_read import BadFile, check_file
-from queries.sources import resolve_sources
-from queries.store import SCHEMA_VERSION, write_meta
-from queries.syntax_check import check_syntax
+from queries.ingest.build import IngestError, Options, build
+from queries.ingest.progress import say
+from queries.ingest.read import BadFile, check_file
+from queries.ingest.sources import resolve_sources
+from queries.ingest.syntax_check import check_syntax
+from queries.store import META_FILE, SCHEMA_VERSION, write_meta
 
 __all__ = ["IngestError", "format_summary", "ingest"]
+
+SHRINK_LIMIT = 0.5  # a build below this share of the replaced store's rows needs allow_shrink
 
 
 def ingest(
@@ -41,15 +44,18 @@ def ingest(
     code_rows_per_group: int = 128,
     rows_per_shard: int = 65536,
     syntax_check: bool = True,
+    allow_shrink: bool = False,
 ) -> dict:
     """Build `store` from `sources`; returns the summary (also written to meta.json).
 
     `workers`: DuckDB threads and syntax-check processes (default: all cores). `batch_rows`: rows per batch of
-    the Python reader (files DuckDB cannot read). `syntax_check=False` stops after stage 1.
+    the Python reader (files DuckDB cannot read). `syntax_check=False` stops after stage 1. A build that indexes
+    no row, or fewer than `SHRINK_LIMIT` of the rows of the store it would replace, is refused (the store stays)
+    unless `allow_shrink`.
     """
     started = time.monotonic()
     store = Path(store).expanduser().resolve()
-    if store.exists() and not (store / "meta.json").is_file() and any(store.iterdir()):
+    if store.exists() and not (store / META_FILE).is_file() and any(store.iterdir()):
         raise IngestError(f"{store} exists and is not a store (no meta.json); pick another --store or empty it")
     files = resolve_sources(sources)
     checked, bad = [], []
@@ -59,7 +65,7 @@ def ingest(
         except BadFile as exc:
             if not skip_bad_files:
                 raise IngestError(f"{exc} (the store was not changed; --skip-bad-files skips such files)") from exc
-            bad.append({"file": str(f.path), "reason": str(exc)})
+            bad.append({"file": str(f.path), "reason": str(exc), "rows_unread": exc.rows})
             say(f"skipping {exc}")
     if not checked:
         raise IngestError("no readable source file; the store was not changed")
@@ -83,6 +89,8 @@ def ingest(
             build_seconds=round(time.monotonic() - started, 2),
             syntax_check={"done": False},
         )
+        if not allow_shrink:
+            _refuse_shrinking(summary, store)
         summary["shipped_runs"] = _copy_shipped_runs(checked, tmp)
         write_meta(tmp, summary)
         _swap(tmp, store)
@@ -99,6 +107,33 @@ def ingest(
                 f"`python -m queries check-syntax --store {store}` finishes it")
             raise
     return summary
+
+
+def _refuse_shrinking(summary: dict, store: Path) -> None:
+    """IngestError when the build indexes no row, or far fewer than the store it replaces (a wrong or broken
+    source, e.g. every program undecodable, must not silently replace a good store)."""
+    new = summary["rows_indexed"]
+    old = _rows_indexed(store)
+    if new == 0:
+        raise IngestError(f"the build indexes no row ({summary['rows_read']:,} read, {summary['rows_rejected']:,} "
+                          f"rejected: {_reasons(summary)}); {store} was not changed (--allow-shrink builds it anyway)")
+    if new < old * SHRINK_LIMIT:
+        raise IngestError(f"the build indexes {new:,} rows, far fewer than the {old:,} of {store}, which was not "
+                          f"changed; --allow-shrink replaces it anyway")
+
+
+def _rows_indexed(store: Path) -> int:
+    """Rows of the store about to be replaced (0 when there is none or its meta.json is unreadable)."""
+    try:
+        return int(json.loads((store / META_FILE).read_text()).get("rows_indexed") or 0)
+    except (OSError, ValueError, AttributeError):
+        return 0
+
+
+def _reasons(summary: dict) -> str:
+    reasons = [f"{n:,} {reason}" for reason, n in sorted(summary["reject_reasons"].items())]
+    reasons += [f"bad file {b['file']}" for b in summary["bad_files"]]
+    return ", ".join(reasons) or "the sources hold no rows"
 
 
 def _copy_shipped_runs(checked, tmp: Path) -> list[str]:
@@ -151,10 +186,13 @@ def _duplicate_files(paths: list[Path]) -> list[dict]:
 def format_summary(summary: dict, store: Path) -> str:
     lines = [
         f"store {store}: {summary['rows_read']:,} rows read, {summary['rows_indexed']:,} indexed, "
-        f"{summary['rows_rejected']:,} rejected ({summary.get('build_seconds', 0):.1f} s); usable now"
+        f"{summary['rows_rejected']:,} rejected, {summary.get('rows_unread', 0):,} in bad files unread "
+        f"({summary.get('build_seconds', 0):.1f} s); usable now"
     ]
     lines += [f"  rejected {n:,}: {reason}" for reason, n in sorted(summary["reject_reasons"].items())]
-    lines += [f"  bad file {b['file']}: {b['reason']}" for b in summary["bad_files"]]
+    lines += [f"  bad file {b['file']}: {b['reason']}"
+              + (f" ({b['rows_unread']:,} rows unread)" if b.get("rows_unread") is not None else "")
+              for b in summary["bad_files"]]
     lines += [f"  duplicate file {d['file']} (same content as {d['same_as']}), indexed again"
               for d in summary.get("duplicate_files", [])]
     return "\n".join(lines)

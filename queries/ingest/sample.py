@@ -1,0 +1,44 @@
+"""The embedded sample store: built from `data/sample/*.parquet` on first use, rebuilt when stale."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+from pathlib import Path
+
+from queries.ingest.pipeline import ingest
+from queries.settings import SAMPLE_DIR, Settings
+from queries.store import META_FILE, SCHEMA_VERSION, StoreError
+
+
+def sample_files() -> list[Path]:
+    return sorted(SAMPLE_DIR.glob("*.parquet"))
+
+
+def ensure_sample_store(settings: Settings) -> Path:
+    """The store to show: `settings.store` as is, or the sample store, (re)built when missing or stale."""
+    if not settings.store_is_sample:
+        return settings.store
+    files = sample_files()
+    if not files:
+        raise StoreError(f"the embedded sample is missing: no {SAMPLE_DIR}/*.parquet; "
+                         "generate it with scripts/make_sample.py or point TLX_STORE at a built store")
+    store = settings.store
+    store.parent.mkdir(parents=True, exist_ok=True)
+    with open(store.parent / f".{store.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; the others wait and then find it fresh
+        if _is_stale(store, files):
+            ingest([str(f) for f in files], store, sample=True, progress=False)
+    return store
+
+
+def _is_stale(store: Path, files: list[Path]) -> bool:
+    meta = store / META_FILE
+    if not meta.is_file():
+        return True
+    try:
+        if json.loads(meta.read_text()).get("schema_version") != SCHEMA_VERSION:
+            return True
+    except (OSError, ValueError):
+        return True
+    return meta.stat().st_mtime < max(f.stat().st_mtime for f in files)
