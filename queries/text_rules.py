@@ -19,14 +19,27 @@ fallback and its candidate key, so a row's index fields and its detail page agre
   too) and measures the same for the text before the cut; Python skips that many bytes, drops triple-quoted
   strings and whitespace, and hashes (`candidate_fingerprint`: cheaper than any SQL form of it).
 
+- **Static checks** (`static_error`, first that applies): no top-level `class ModelNew` (`no_model_new`), no
+  `class Model` (`no_reference`), no `def get_inputs`/`get_init_inputs` (`no_get_inputs`); an unguarded
+  top-level import (`import m...`/`from m... import` at the start of a line, so not inside `try:` or a function)
+  of a module that is neither the standard library nor `RUNNER_MODULES` (`unavailable_import`: the runner's
+  environment cannot import it); no kernel (`no_triton_kernel`); `ModelNew.forward` unable to take the positional
+  arguments `Model.forward` takes (`forward_arity_mismatch`: `forward_arity` of both signatures, as RE2 finds
+  them, the first `def forward(...)` in each class body; no finding when either does not parse); else
+  `ok_static` (no static finding). Each is a certain failure on the runner, never a guess.
+
 Patterns start with a literal where they can (`@`, `#`, `\\n...`): RE2 then skips ahead with memchr instead of
 stepping its automaton through every byte.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import math
 import re
+import sys
+from functools import lru_cache
 
 _TRITON_IMPORT = r"[ \t]*(?:import|from)[ \t]+triton\b"
 _MODEL = r"class[ \t]+Model\b"
@@ -34,6 +47,13 @@ _MODEL_NEW = r"class[ \t]+ModelNew\b"
 _KERNEL_AT = r"@(?:\w+\.)?(?:jit|autotune|heuristics)"
 _STARTS_AFTER_MODEL = rf"(?:{_TRITON_IMPORT}|{_MODEL_NEW}|{_MODEL}|{_KERNEL_AT}\b)"
 _STARTS_ANYWHERE = rf"(?:{_TRITON_IMPORT}|{_MODEL_NEW}|{_KERNEL_AT}\b)"
+_IMPORTED = r"(?:from|import)[ \t]+([A-Za-z_]\w*)"
+# a class body's lines (blank or indented) up to its first `def forward(`; group 1: the text inside the parentheses
+_FORWARD = r"[^\n]*\n(?:[ \t]*\n|[ \t]+[^\n]*\n)*?[ \t]+def[ \t]+forward[ \t]*\(([^)]*)\)"
+# top-level packages the runner's environment provides besides the standard library (requirements.txt: torch and
+# triton, which bring numpy)
+RUNNER_MODULES = ("numpy", "torch", "triton")
+AVAILABLE_MODULES = sorted(set(sys.stdlib_module_names) | set(RUNNER_MODULES))
 
 PATTERNS = {
     # the text up to and including the first candidate-start token (after Model / anywhere)
@@ -48,6 +68,9 @@ PATTERNS = {
     # a comment holding no quote (so never the tail of a string that holds a '#')
     "comment": r"#[^\n\"']*(?m:$)",
     "not_blank": r"[^\t\n\x0b\x0c\r\x1c-\x1f\x85\p{Z}]",  # exactly what str.isspace() is not
+    # group 1: the top-level package of an import at the start of a line / of the text
+    "import_line": r"\n" + _IMPORTED,
+    "import_start": r"\A" + _IMPORTED,
     # top-level definitions the static checks need, at the start of a line (`\n...`) or of the text (`\A...`)
     **{f"{name}_{where}": anchor + body for name, body in (
         ("model_new", _MODEL_NEW), ("model", _MODEL), ("get_inputs", r"def[ \t]+get_inputs\b"),
@@ -68,6 +91,9 @@ _CUT_AFTER_MODEL = python_regex("cut_after_model")
 _CUT_ANYWHERE = python_regex("cut_anywhere")
 _TOKEN_AT_END = python_regex("start_token_at_end")
 _COMMENT = python_regex("comment")
+_COMMENT_BYTES = re.compile(PATTERNS["comment"].encode())
+_MODEL_FORWARD = re.compile(r"\n" + _MODEL + _FORWARD, re.ASCII)
+_MODEL_NEW_FORWARD = re.compile((r"\n" + _MODEL_NEW + _FORWARD).encode())
 
 
 def text_cut(x: str) -> int:
@@ -93,6 +119,92 @@ def candidate_fingerprint(without_comments: bytes, may_hold_quotes: bool = True)
     return hashlib.sha256(text.translate(None, WHITESPACE)).hexdigest()[:16]
 
 
+def candidate_bytes_key(candidate: bytes) -> tuple[str, bytes]:
+    """`candidate_key` of a candidate part given as UTF-8 bytes (what ingest reads), and that part without its
+    comments (for `model_new_forward`)."""
+    without_comments = _COMMENT_BYTES.sub(b"", candidate)
+    return candidate_fingerprint(without_comments), without_comments
+
+
 def program_candidate_key(x: str) -> str:
     """The candidate key of a whole program, as ingest computes it."""
     return candidate_key(x[text_cut(x) :])
+
+
+@lru_cache(maxsize=65536)
+def forward_arity(parameters: str) -> tuple[int, float] | None:
+    """(fewest, most) positional arguments besides `self` that `def forward(<parameters>)` accepts; None when the
+    text does not parse as parameters, has no `self`, or has a keyword-only parameter without default.
+    Plain parameter lists (names, annotations and defaults without brackets or quotes) are counted directly;
+    others go through Python's parser (~0.1 ms)."""
+    simple = _simple_arity(parameters)
+    if simple is not _NOT_SIMPLE:
+        return simple
+    try:
+        args = ast.parse(f"def forward({parameters}):\n    pass\n").body[0].args
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    positional = args.posonlyargs + args.args
+    if not positional or None in args.kw_defaults:
+        return None
+    n = len(positional) - 1
+    return n - min(len(args.defaults), n), math.inf if args.vararg else n
+
+
+_NOT_SIMPLE = object()
+_SIMPLE_PARAMETER = re.compile(r"\s*(\*{0,2})\s*([A-Za-z_]\w*)?\s*(?::[^=]*)?(?:(=)[^=]*)?\Z", re.ASCII)
+
+
+def _simple_arity(parameters: str):
+    """`forward_arity` of a parameter list without brackets, quotes or `/`, else `_NOT_SIMPLE`."""
+    if any(ch in parameters for ch in "()[]{}'\"/#\\") or "lambda" in parameters:
+        return _NOT_SIMPLE
+    items = parameters.split(",")
+    if items and not items[-1].strip():
+        items.pop()  # a trailing comma
+    positional, defaults, vararg, keyword_only = 0, 0, False, False
+    if items and items[-1].strip() == "*":
+        return _NOT_SIMPLE  # a bare `*` must be followed by a parameter
+    for item in items:
+        m = _SIMPLE_PARAMETER.match(item)
+        if m is None or (m.group(2) is None and m.group(1) != "*") or (m.group(3) and m.group(1)):
+            return _NOT_SIMPLE
+        stars, has_default = m.group(1), bool(m.group(3))
+        if stars == "**":
+            continue
+        if stars == "*":
+            vararg = vararg or m.group(2) is not None
+            keyword_only = True
+        elif keyword_only:
+            if not has_default:
+                return None
+        elif defaults and not has_default:
+            return _NOT_SIMPLE  # a non-default after a default: a syntax error, let the parser say so
+        else:
+            positional += 1
+            defaults += has_default
+    if positional == 0:
+        return None
+    n = positional - 1
+    return n - min(defaults, n), math.inf if vararg else n
+
+
+def model_forward(reference: str) -> str | None:
+    """The parameters of `Model.forward` in a reference text (the first `def forward(` in the body of the first
+    top-level `class Model`), None when not found."""
+    m = _MODEL_FORWARD.search("\n" + reference)
+    return m.group(1) if m else None
+
+
+def model_new_forward(candidate_without_comments: bytes) -> str | None:
+    """The parameters of `ModelNew.forward` in a candidate part, as `model_forward` finds them."""
+    m = _MODEL_NEW_FORWARD.search(b"\n" + candidate_without_comments)
+    return m.group(1).decode("utf-8", "replace") if m else None
+
+
+def arity_range(parameters: str | None) -> tuple[int | None, int | None]:
+    """`forward_arity` as (fewest, most) with None for unknown and -1 for "no upper bound" (*args), for columns."""
+    arity = forward_arity(parameters) if parameters is not None else None
+    if arity is None:
+        return None, None
+    return arity[0], -1 if arity[1] == math.inf else int(arity[1])

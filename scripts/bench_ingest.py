@@ -5,10 +5,9 @@
 Each step runs in its own subprocess; its peak RSS is that of its largest process (os.wait4's rusage, which
 covers the processes it waited for: the syntax check's workers). Steps: `duckdb floor` (SELECT sum(length(x))),
 `copy` (DuckDB reads `x` and writes it back as zstd Parquet, nothing else: the least any ingest that keeps the
-programs in its own store can cost), `read only` (the Python streaming reader ingest falls back to, no parsing,
-no writing), and `ingest` in its two
-stages: `stage 1` (`python -m queries ingest --no-syntax-check`: the time to a usable store) and `stage 2`
-(`python -m queries check-syntax`). Prints a Markdown table with the machine, the date and the command.
+programs in its own store can cost), `read` (the Python streaming reader ingest falls back to, no parsing,
+no writing), `ingest` (stage 1, `python -m queries ingest --no-syntax-check`: the time to a usable store) and
+`syntax` (stage 2, `python -m queries check-syntax`). Prints a Markdown table with the machine, the date and the command.
 """
 
 from __future__ import annotations
@@ -77,7 +76,8 @@ def main() -> None:
     parser.add_argument("corpus", type=Path)
     parser.add_argument("--store", type=Path, default=REPO / ".bench" / "bench-store")
     parser.add_argument("--workers", type=int, default=None)
-    parser.add_argument("--steps", default="floor,read,ingest", help="comma-separated subset of floor,copy,read,ingest")
+    parser.add_argument("--steps", default="floor,read,ingest,syntax",
+                        help="comma-separated subset of floor,copy,read,ingest,syntax (syntax needs ingest or --keep)")
     parser.add_argument("--keep", action="store_true", help="keep the built store (for scripts/bench_queries.py)")
     args = parser.parse_args()
     files = sorted(str(p) for p in args.corpus.glob("*.parquet"))
@@ -91,16 +91,17 @@ def main() -> None:
     steps = {"floor": [("duckdb floor", [py, "-c", DUCKDB_FLOOR, *files])],
              "copy": [("copy x to zstd Parquet (no fields)", [py, "-c", COPY_ONLY, *files])],
              "read": [("read only", [py, "-c", READ_ONLY, *files])],
-             "ingest": [("ingest stage 1: usable store", stage1 + workers),
-                        ("ingest stage 2: syntax check", stage2 + workers)]}
+             "ingest": [("ingest stage 1: usable store", stage1 + workers)],
+             "syntax": [("ingest stage 2: syntax check", stage2 + workers)]}
     wanted = ["floor", *(s for s in args.steps.split(",") if s != "floor")]  # the floor is the yardstick
+    load_before = os.getloadavg()[0]
     results = [_run(label, argv) for name in wanted for label, argv in steps[name]]
     if not args.keep:
         shutil.rmtree(args.store, ignore_errors=True)
     floor = results[0]["wall_s"]
     mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     print(f"date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {platform.node()}: nproc {os.cpu_count()}, "
-          f"RAM {mem_gb:.0f} GiB, load average {os.getloadavg()[0]:.1f} at the end")
+          f"RAM {mem_gb:.0f} GiB, load average {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
     print(f"corpus {args.corpus}: {len(files)} files, {rows:,} rows, {groups} row groups, {size / 1e6:,.0f} MB")
     print(f"command: {' '.join([Path(py).name, *sys.argv])}\n")
     print("| step | wall s | rows/s | × floor | peak RSS MB |\n|---|---:|---:|---:|---:|")

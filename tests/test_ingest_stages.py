@@ -4,8 +4,10 @@ later, interrupted or failed."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -21,7 +23,7 @@ from queries.ingest.syntax_check import SyntaxCheckError, check_syntax
 from queries.parse import parse_program
 from queries.settings import REPO_ROOT
 from queries.store import Store
-from queries.text_rules import program_candidate_key
+from queries.text_rules import forward_arity, program_candidate_key
 from runner.jobs import program_sha256 as runner_program_sha256
 from tests.fixtures import REFERENCE, program
 
@@ -131,6 +133,33 @@ def test_program_sha256_names_the_program_as_the_runner_does(tmp_path):
         assert sorted(index["program_sha256"].to_pylist()) == sorted(runner_program_sha256(t) for t in texts)
 
 
+def test_static_checks_that_hold_on_real_programs(tmp_path):
+    """Imports the runner cannot satisfy and `forward` signatures that cannot take the reference's arguments are
+    found; guarded or nested imports, extra defaulted or *args parameters, and signatures too odd to read are not."""
+    base = program("relu")
+    cases = {
+        "unavailable_import": base.replace("import triton\n", "import triton\nimport einops\n", 1),
+        "unavailable_import ": base.replace("import triton\n", "from apex.normalization import FusedLayerNorm\n"
+                                            "import triton\n", 1),
+        "ok_static": base.replace("import triton\n", "try:\n    import einops\nexcept ImportError:\n"
+                                  "    einops = None\nimport triton\nimport collections.abc\nfrom os import path\n", 1),
+        "forward_arity_mismatch": base.replace("    def forward(self, x):\n        out", "    def forward(self, x, y):\n        out"),
+        "forward_arity_mismatch ": base.replace("    def forward(self, x):\n        out",
+                                                "    def forward(self):\n        x = torch.ones(1)\n        out"),
+        "ok_static ": base.replace("    def forward(self, x):\n        out", "    def forward(self, x, y=None):\n        out"),
+        "ok_static  ": base.replace("    def forward(self, x):\n        out", "    def forward(self, *inputs):\n"
+                                    "        x = inputs[0]\n        out"),
+        "ok_static   ": base.replace("    def forward(self, x):\n        out",
+                                     "    def forward(self, x, dims=(1, 2), y=0):\n        out"),  # not read: no finding
+        "no_triton_kernel": base.replace("@triton.jit\n", "").replace("def forward(self, x):\n        out",
+                                                                      "def forward(self, x, y):\n        out"),
+    }
+    assert base.count("def forward(self, x):") == 2 and all(t != base for t in cases.values())
+    _, index, _ = build(tmp_path, list(cases.values()), syntax_check=False)
+    found = [index[f"train/{i:06d}"]["static_error"] for i in range(len(cases))]
+    assert found == [name.strip() for name in cases]
+
+
 def test_candidate_key_ignores_layout_comments_and_docstrings(tmp_path):
     base = program("relu")
     variants = [
@@ -160,7 +189,11 @@ def test_problem_grouping_equals_parse_program(fixture_store, tmp_path, source):
         parsed = parse_program(store.program(row["id"]))
         by_index.setdefault(row["problem_key"], set()).add(row["id"])
         by_parse.setdefault(parsed.problem_key, set()).add(row["id"])
-        assert row["candidate_key"] == parsed.candidate_key and row["static_error"] == parsed.static_error
+        assert row["candidate_key"] == parsed.candidate_key
+        # parse_program knows the checks that need no signature or environment; ingest refines its ok_static
+        assert row["static_error"] == parsed.static_error or (
+            parsed.static_error in ("ok_static", "no_triton_kernel")
+            and row["static_error"] in ("unavailable_import", "forward_arity_mismatch"))
         assert row["kernel_names"] == [k.name for k in parsed.kernels]
     assert sorted(map(sorted, by_index.values())) == sorted(map(sorted, by_parse.values()))
     assert set(by_index) == set(by_parse)  # the keys themselves, not only the grouping
@@ -297,3 +330,23 @@ def test_a_reference_the_parser_chokes_on_gets_a_text_key(tmp_path, monkeypatch)
     keys = {r["problem_key"] for r in index.values()}
     assert len(keys) == 1 and len(keys.pop()) == 16  # one problem still, keyed by its text
     assert {r["title"] for r in index.values()} == {None}
+
+
+@pytest.mark.parametrize("parameters", [
+    "self, x", "self", "self, x, y=1", "self, *args", "self, *args, **kw", "self, x: torch.Tensor, y: int = 3",
+    "self, *, k", "self, *, k=1", "self, x,", "self, x, *xs, k=2, **kw", "x", "", "self, x=1, y", "self, x y",
+    "self, *", "self, **kw", " self , a : T , b : T = None ", "self, * args", "self,\n x,\n y=None\n",
+    "self, x: Optional[int]", "self, x, dims=(1, 2", "self, /, x", "self, x, /, y=2", "self, x=lambda: 1",
+])
+def test_forward_arity_counts_as_the_parser_does(parameters):
+    try:
+        args = ast.parse(f"def forward({parameters}):\n    pass\n").body[0].args
+    except SyntaxError:
+        expected = None
+    else:
+        positional = args.posonlyargs + args.args
+        n = len(positional) - 1
+        expected = (None if not positional or None in args.kw_defaults
+                    else (n - min(len(args.defaults), n), math.inf if args.vararg else n))
+    forward_arity.cache_clear()
+    assert forward_arity(parameters) == expected

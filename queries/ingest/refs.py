@@ -15,7 +15,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 import pyarrow as pa
 
 from queries.parse import reference_fields
-from queries.text_rules import candidate_key
+from queries.text_rules import arity_range, candidate_key, model_forward
 
 CHUNK_TEXTS = 256  # texts per chunk handed over; the first full chunk starts the worker processes
 CHUNK_CHARS = 16 << 20  # or fewer texts, when they are long
@@ -32,18 +32,19 @@ def reference_fields_or_digest(before_cut: str) -> tuple[int, str, str]:
         return len(before_cut), candidate_key(before_cut), ""
 
 
-def _fields_of(texts: list[str]) -> list[tuple[int, str, str]]:
-    return [reference_fields_or_digest(text) for text in texts]
+def _fields_of(texts: list[str]) -> list[tuple]:
+    """(ref_chars, problem_key, title, fewest and most arguments of `Model.forward`) of each text."""
+    return [reference_fields_or_digest(text) + arity_range(model_forward(text)) for text in texts]
 
 
 class References:
     """`add(key, text)` each new text before the cut (`key in refs` says whether it is known); `table()` at
-    the end gives ref_hash, cut_chars, ref_chars, problem_key, title for every key."""
+    the end gives ref_hash, cut_chars, ref_chars, problem_key, title, ref_forward_min/max for every key."""
 
     def __init__(self, workers: int):
         self.workers = workers
         self.known: set[Key] = set()
-        self.fields: dict[Key, tuple[int, str, str]] = {}
+        self.fields: dict[Key, tuple] = {}
         self.pending: dict[Key, str] = {}
         self.pending_chars = 0
         self.running: deque[tuple[list[Key], Future]] = deque()
@@ -73,6 +74,8 @@ class References:
             "ref_chars": pa.array([f[0] for f in fields], pa.int64()),
             "problem_key": pa.array([f[1] for f in fields], pa.string()),
             "title": pa.array([f[2] for f in fields], pa.string()),
+            "ref_forward_min": pa.array([f[3] for f in fields], pa.int32()),
+            "ref_forward_max": pa.array([f[4] for f in fields], pa.int32()),
         })
 
     def close(self) -> None:

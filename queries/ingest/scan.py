@@ -3,29 +3,38 @@
 `scan_parquet` lets DuckDB read the file itself (multi-threaded, in bounded memory); `scan_decoded` runs the same
 SQL (`queries/sql/ingest_fields.sql`) over batches the Python reader decoded, for files DuckDB cannot read
 cleanly (binary or invalid UTF-8 `x`, corrupt pages). `finish_batch` turns one result batch into narrow index
-columns (the candidate key computed here, see `queries/text_rules.py`) plus the id and text of each program.
+columns (the program's sha256, candidate key, `ModelNew.forward` arity and `unavailable_import` computed here,
+see `queries/text_rules.py`) plus the id and text of each program.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Container, Iterator
 from dataclasses import dataclass
 
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from queries.ingest.read import Batch
 from queries.ingest.sources import SourceFile
 from queries.sql_files import sql_text
-from queries.text_rules import PATTERNS, candidate_fingerprint
+from queries.text_rules import (
+    AVAILABLE_MODULES,
+    PATTERNS,
+    arity_range,
+    candidate_bytes_key,
+    model_new_forward,
+)
 
 OPTIONAL_COLUMNS = ("problem_id", "holdout_group")
 STREAMING_BUFFER = "128MB"
 REJECT_DETAIL = {"null_program": "x is null", "empty_program": "x is blank"}
 # columns of a finished batch that go to the index as they are
 INDEX_FIELDS = ("id", "split", "row", "source_file", "y", "problem_id", "holdout_group", "static_error",
-                "kernel_names", "autotuned", "n_chars", "program_sha256", "cut_chars", "ref_hash")
+                "kernel_names", "autotuned", "n_chars", "cut_chars", "ref_hash")
 
 
 def connect(threads: int, memory_limit: str) -> duckdb.DuckDBPyConnection:
@@ -43,7 +52,8 @@ def connect(threads: int, memory_limit: str) -> duckdb.DuckDBPyConnection:
 
 
 def _params(f: SourceFile, first_row: int) -> dict:
-    return {"split": f.split, "first_row": first_row, "source_file": f.path.name, **PATTERNS}
+    values = {"split": f.split, "first_row": first_row, "source_file": f.path.name, **PATTERNS}
+    return {name: value for name, value in values.items() if f"${name}" in sql_text("ingest_fields")}
 
 
 def scan_parquet(con: duckdb.DuckDBPyConnection, f: SourceFile, columns: list[str], first_row: int,
@@ -75,7 +85,7 @@ def scan_decoded(con: duckdb.DuckDBPyConnection, batch: Batch, first_row: int) -
 
 @dataclass
 class Finished:
-    index: pa.Table  # INDEX_FIELDS + candidate_key, code part and position (filled in by the caller)
+    index: pa.Table  # INDEX_FIELDS + per-row fields computed here (code part and position: filled in by the caller)
     ids: pa.Array
     texts: pa.Array
     rejects: list[tuple[int, str, str]]  # (file row, reason, detail) of rows DuckDB rejected
@@ -83,14 +93,14 @@ class Finished:
 
 
 def finish_batch(rb: pa.RecordBatch, known_refs: Container[tuple[int, int]]) -> Finished:
-    """Split off rejected rows, compute candidate keys, and collect texts before the cut not seen so far."""
+    """Split off rejected rows, compute the per-row fields that need Python, and collect texts before the cut
+    not seen so far."""
     rejects = []
     if rb.column("reject").null_count < rb.num_rows:
         reasons = rb.column("reject").to_pylist()
         rows = rb.column("file_row").to_pylist()
         rejects = [(row, reason, REJECT_DETAIL[reason]) for row, reason in zip(rows, reasons, strict=True) if reason]
         rb = rb.filter(rb.column("reject").is_null())
-    keys = candidate_keys(rb.column("code_parts"), rb.column("code_skip"), rb.column("code_quotes"))
     new_refs = {}
     ref_ids = zip(rb.column("ref_hash").to_pylist(), rb.column("cut_chars").to_pylist(), strict=True)
     for i, ref in enumerate(ref_ids):
@@ -99,20 +109,40 @@ def finish_batch(rb: pa.RecordBatch, known_refs: Container[tuple[int, int]]) -> 
     # copies: a column DuckDB exported keeps its whole batch (program texts included) alive
     every_row = pa.array(np.arange(rb.num_rows))
     index = pa.table([rb.column(name).take(every_row) for name in INDEX_FIELDS], names=list(INDEX_FIELDS))
-    index = index.append_column("candidate_key", pa.array(keys, pa.string()))
+    for name, column in program_fields(rb.column("x"), rb.column("cut_bytes")).items():
+        index = index.append_column(name, column)
+    index = index.set_column(index.schema.get_field_index("static_error"), "static_error",
+                             _with_unavailable_imports(rb.column("static_error"), rb.column("imported")))
     return Finished(index, rb.column("id"), rb.column("x"), rejects, new_refs)
 
 
-def candidate_keys(code_parts: pa.ListArray, skips: pa.Array, quotes: pa.Array) -> list[str]:
-    """`candidate_fingerprint` of each row's comment-free text (its parts, contiguous in the list's values)
-    past the comment-free text before the cut."""
-    if len(code_parts) == 0:
-        return []
-    values = code_parts.values
-    value_offsets = np.frombuffer(values.buffers()[1], np.int32)[values.offset :]
-    list_offsets = code_parts.offsets.to_numpy()
-    starts = (value_offsets[list_offsets[:-1]] + skips.to_numpy()).tolist()
-    ends = value_offsets[list_offsets[1:]].tolist()
-    data = memoryview(values.buffers()[2] or b"")
-    return [candidate_fingerprint(data[a:b].tobytes(), q)
-            for a, b, q in zip(starts, ends, quotes.to_pylist(), strict=True)]
+def program_fields(texts: pa.Array, cut_bytes: pa.Array) -> dict[str, pa.Array]:
+    """program_sha256 of each whole text; candidate_key and the fewest/most arguments of `ModelNew.forward` from
+    the part past `cut_bytes`. Reads the UTF-8 bytes in place (hashlib releases the GIL on them)."""
+    if texts.type != pa.string():
+        texts = texts.cast(pa.string())
+    offsets = np.frombuffer(texts.buffers()[1], np.int32)[texts.offset : texts.offset + len(texts) + 1]
+    data = memoryview(texts.buffers()[2] or b"")
+    shas, keys, fewest, most = [], [], [], []
+    for start, end, cut in zip(offsets[:-1].tolist(), offsets[1:].tolist(), cut_bytes.to_pylist(), strict=True):
+        shas.append(hashlib.sha256(data[start:end]).hexdigest())
+        key, without_comments = candidate_bytes_key(data[start + cut : end])
+        keys.append(key)
+        low, high = arity_range(model_new_forward(without_comments))
+        fewest.append(low)
+        most.append(high)
+    return {"program_sha256": pa.array(shas, pa.string()), "candidate_key": pa.array(keys, pa.string()),
+            "new_forward_min": pa.array(fewest, pa.int32()), "new_forward_max": pa.array(most, pa.int32())}
+
+
+def _with_unavailable_imports(static_error: pa.Array, imported: pa.ListArray) -> pa.Array:
+    """`static_error`, with `unavailable_import` instead of `no_triton_kernel`/`ok_static` for rows that import,
+    at top level, a package the runner's environment lacks."""
+    missing = pc.invert(pc.is_in(imported.flatten(), value_set=pa.array(AVAILABLE_MODULES, pa.string())))
+    rows = np.unique(pc.list_parent_indices(imported).to_numpy()[missing.to_numpy(zero_copy_only=False)])
+    if len(rows) == 0:
+        return static_error
+    mask = np.zeros(len(static_error), bool)
+    mask[rows] = True
+    refinable = pc.is_in(static_error, value_set=pa.array(["no_triton_kernel", "ok_static"]))
+    return pc.if_else(pc.and_(pa.array(mask), refinable), "unavailable_import", static_error)

@@ -1,8 +1,10 @@
 -- Ingest, end of stage 1: the index from the per-row fields (`rows`) and the reference found in each distinct
 -- text before the cut (`refs`); rows without a problem id get the most common (problem id, holdout group) of
--- their problem key (ties: smallest id, then group), and the level its id starts with. Sorted by id.
+-- their problem key (ties: smallest id, then group), and the level its id starts with. `ok_static` becomes
+-- `forward_arity_mismatch` where no argument count suits both forward signatures (fewest/most positional
+-- arguments; max -1: no bound; null: not known, no finding). Sorted by id.
 WITH keyed AS (
-    SELECT r.*, f.ref_chars, f.problem_key, f.title
+    SELECT r.*, f.ref_chars, f.problem_key, f.title, f.ref_forward_min, f.ref_forward_max
     FROM rows r JOIN refs f USING (ref_hash, cut_chars)
 ), votes AS (
     SELECT problem_key, problem_id, holdout_group, count(*) AS n
@@ -23,7 +25,12 @@ SELECT id, split, row, source_file, problem_key,
        mapped_id AS problem_id, mapped_group AS holdout_group,
        nullif(title, '') AS title,
        TRY_CAST(regexp_extract(mapped_id, '^(\d+)_', 1) AS INTEGER) AS level,
-       y, y IS NOT NULL AS ok, static_error, 'text' AS parse_mode,
+       y, y IS NOT NULL AS ok,
+       CASE WHEN static_error = 'ok_static'
+                 AND ((ref_forward_max >= 0 AND ref_forward_max < new_forward_min)
+                      OR (new_forward_max >= 0 AND new_forward_max < ref_forward_min))
+            THEN 'forward_arity_mismatch' ELSE static_error END AS static_error,
+       'text' AS parse_mode,
        len(kernel_names) AS n_kernels, kernel_names, autotuned, candidate_key,
        n_chars, ref_chars, n_chars - ref_chars AS cand_chars, program_sha256, code_shard, code_rg
 FROM mapped
