@@ -9,16 +9,15 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import make_sample  # scripts/ is on pytest's pythonpath (pyproject.toml)
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from sample_programs.variants import FAILING_KINDS, KINDS, PASSING_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "sample"
-sys.path.insert(0, str(ROOT / "scripts"))
 
-import make_sample  # noqa: E402
-from sample_programs.variants import FAILING_KINDS, KINDS, PASSING_KINDS  # noqa: E402
 
 
 @pytest.fixture(scope="module")

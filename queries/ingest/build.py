@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,7 @@ import pyarrow.parquet as pq
 
 from common.errors import TlxError
 from queries.ingest.code_writer import CodeWriter
+from queries.ingest.program_fields import FieldWorkers
 from queries.ingest.progress import Progress, say
 from queries.ingest.read import BadFile, read_batches, x_is_text
 from queries.ingest.refs import References
@@ -66,9 +68,18 @@ class _FileRows:
     """What one source file contributed; kept apart until the file is done, so a failed fast read is undone."""
 
     def __init__(self):
-        self.index: list[pa.Table] = []
+        self.pending: list[tuple[pa.Table, Future]] = []  # index rows, and their `program_fields` to come
         self.rejects: list[tuple[int, str, str]] = []
         self.rows_read = 0
+
+    def index(self) -> list[pa.Table]:
+        """The file's index rows, once their `program_fields` are in."""
+        parts = []
+        for table, fields in self.pending:
+            for name, column in fields.result().items():
+                table = table.append_column(name, column)
+            parts.append(table)
+        return parts
 
 
 def build(checked: list, bad: list[dict], tmp: Path, opts: Options) -> dict:
@@ -82,7 +93,7 @@ def build(checked: list, bad: list[dict], tmp: Path, opts: Options) -> dict:
             got = reader.read_file(f, columns, next_row[f.split], rows)
             for row, reason, detail in got.rejects:
                 rejects.add(f.path, row, reason, detail)
-            index_parts += got.index
+            index_parts += got.index()
             next_row[f.split] += got.rows_read
             sources.append({"path": str(f.path), "split": f.split, "rows": got.rows_read,
                             "bytes": f.path.stat().st_size})
@@ -95,6 +106,7 @@ def build(checked: list, bad: list[dict], tmp: Path, opts: Options) -> dict:
     finally:
         reader.con.close()
         reader.refs.close()
+        reader.fields.close()
     return {
         "sources": sources,
         "rows_read": sum(s["rows"] for s in sources),
@@ -117,6 +129,7 @@ class _Reader:
         self.writer = CodeWriter(tmp, opts.group_rows, opts.shard_rows)
         self.meter = Progress(total_rows, opts.progress)
         self.refs = References(opts.workers)
+        self.fields = FieldWorkers(opts.workers, total_rows)
 
     def read_file(self, f, columns: list[str], first_row: int, rows: int) -> _FileRows:
         """The rows of one file: DuckDB's fast read, or, when that fails, the Python reader's."""
@@ -160,8 +173,9 @@ class _Reader:
         for key, text in finished.new_refs.items():
             self.refs.add(key, text)
         parts, positions = self.writer.add(finished.ids, finished.texts)
-        got.index.append(finished.index.append_column("code_shard", pa.array(parts))
-                         .append_column("code_position", pa.array(positions)))
+        fields = self.fields.submit(finished.texts, finished.cut_bytes)
+        got.pending.append((finished.index.append_column("code_shard", pa.array(parts))
+                            .append_column("code_position", pa.array(positions)), fields))
 
 
 class _FastReadFailed(Exception):

@@ -3,13 +3,12 @@
 `scan_parquet` lets DuckDB read the file itself (multi-threaded, in bounded memory); `scan_decoded` runs the same
 SQL (`queries/sql/ingest_fields.sql`) over batches the Python reader decoded, for files DuckDB cannot read
 cleanly (binary or invalid UTF-8 `x`, corrupt pages). `finish_batch` turns one result batch into narrow index
-columns (the program's sha256, candidate key, `ModelNew.forward` arity and `unavailable_import` computed here,
-see `queries/text_rules.py`) plus the id and text of each program.
+columns (with `unavailable_import` marked, see `queries/text_rules.py`) plus the id and text of each program;
+`queries/ingest/program_fields.py` adds the fields computed from each text's bytes.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Container, Iterator
 from dataclasses import dataclass
 
@@ -21,13 +20,7 @@ import pyarrow.compute as pc
 from queries.ingest.read import Batch
 from queries.ingest.sources import SourceFile
 from queries.sql_files import sql_text
-from queries.text_rules import (
-    AVAILABLE_MODULES,
-    PATTERNS,
-    arity_range,
-    candidate_bytes_key,
-    model_new_forward,
-)
+from queries.text_rules import AVAILABLE_MODULES, PATTERNS
 
 OPTIONAL_COLUMNS = ("problem_id", "holdout_group")
 STREAMING_BUFFER = "128MB"
@@ -85,16 +78,16 @@ def scan_decoded(con: duckdb.DuckDBPyConnection, batch: Batch, first_row: int) -
 
 @dataclass
 class Finished:
-    index: pa.Table  # INDEX_FIELDS + per-row fields computed here (code part and position: filled in by the caller)
+    index: pa.Table  # INDEX_FIELDS (the caller adds `program_fields` and the code part and position)
     ids: pa.Array
     texts: pa.Array
+    cut_bytes: pa.Array  # UTF-8 bytes of each text before the cut
     rejects: list[tuple[int, str, str]]  # (file row, reason, detail) of rows DuckDB rejected
     new_refs: dict[tuple[int, int], str]  # (ref_hash, cut_chars) -> the text before the cut, first seen here
 
 
 def finish_batch(rb: pa.RecordBatch, known_refs: Container[tuple[int, int]]) -> Finished:
-    """Split off rejected rows, compute the per-row fields that need Python, and collect texts before the cut
-    not seen so far."""
+    """Split off rejected rows, mark unavailable imports, and collect texts before the cut not seen so far."""
     rejects = []
     if rb.column("reject").null_count < rb.num_rows:
         reasons = rb.column("reject").to_pylist()
@@ -109,30 +102,9 @@ def finish_batch(rb: pa.RecordBatch, known_refs: Container[tuple[int, int]]) -> 
     # copies: a column DuckDB exported keeps its whole batch (program texts included) alive
     every_row = pa.array(np.arange(rb.num_rows))
     index = pa.table([rb.column(name).take(every_row) for name in INDEX_FIELDS], names=list(INDEX_FIELDS))
-    for name, column in program_fields(rb.column("x"), rb.column("cut_bytes")).items():
-        index = index.append_column(name, column)
     index = index.set_column(index.schema.get_field_index("static_error"), "static_error",
                              _with_unavailable_imports(rb.column("static_error"), rb.column("imported")))
-    return Finished(index, rb.column("id"), rb.column("x"), rejects, new_refs)
-
-
-def program_fields(texts: pa.Array, cut_bytes: pa.Array) -> dict[str, pa.Array]:
-    """program_sha256 of each whole text; candidate_key and the fewest/most arguments of `ModelNew.forward` from
-    the part past `cut_bytes`. Reads the UTF-8 bytes in place (hashlib releases the GIL on them)."""
-    if texts.type != pa.string():
-        texts = texts.cast(pa.string())
-    offsets = np.frombuffer(texts.buffers()[1], np.int32)[texts.offset : texts.offset + len(texts) + 1]
-    data = memoryview(texts.buffers()[2] or b"")
-    shas, keys, fewest, most = [], [], [], []
-    for start, end, cut in zip(offsets[:-1].tolist(), offsets[1:].tolist(), cut_bytes.to_pylist(), strict=True):
-        shas.append(hashlib.sha256(data[start:end]).hexdigest())
-        key, without_comments = candidate_bytes_key(data[start + cut : end])
-        keys.append(key)
-        low, high = arity_range(model_new_forward(without_comments))
-        fewest.append(low)
-        most.append(high)
-    return {"program_sha256": pa.array(shas, pa.string()), "candidate_key": pa.array(keys, pa.string()),
-            "new_forward_min": pa.array(fewest, pa.int32()), "new_forward_max": pa.array(most, pa.int32())}
+    return Finished(index, rb.column("id"), rb.column("x"), rb.column("cut_bytes"), rejects, new_refs)
 
 
 def _with_unavailable_imports(static_error: pa.Array, imported: pa.ListArray) -> pa.Array:

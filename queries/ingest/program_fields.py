@@ -1,0 +1,68 @@
+"""Ingest, stage 1: the index fields computed from each program's UTF-8 bytes in Python, in worker processes.
+
+`program_fields` gives, per program, `program_sha256` (sha256 of the whole text, as the runner names programs),
+`candidate_key` (`text_rules.candidate_bytes_key` of the part past the cut) and the fewest/most positional
+arguments of `ModelNew.forward` (`new_forward_min/max`, for `forward_arity_mismatch`). At ~60 us a program this is
+more CPU than DuckDB's share of stage 1, so `FieldWorkers` runs it on batches in worker processes while the main
+thread reads on; small builds compute it in process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+
+import numpy as np
+import pyarrow as pa
+
+from queries.text_rules import arity_range, candidate_bytes_key, model_new_forward
+
+PARALLEL_MIN_ROWS = 20_000  # below this, starting worker processes costs more than it saves
+
+
+def program_fields(texts: pa.Array, cut_bytes: pa.Array) -> dict[str, pa.Array]:
+    """program_sha256 of each whole text; candidate_key and the fewest/most arguments of `ModelNew.forward` from
+    the part past `cut_bytes`. Reads the UTF-8 bytes in place (hashlib releases the GIL on them)."""
+    if texts.type != pa.string():
+        texts = texts.cast(pa.string())
+    offsets = np.frombuffer(texts.buffers()[1], np.int32)[texts.offset : texts.offset + len(texts) + 1]
+    data = memoryview(texts.buffers()[2] or b"")
+    shas, keys, fewest, most = [], [], [], []
+    for start, end, cut in zip(offsets[:-1].tolist(), offsets[1:].tolist(), cut_bytes.to_pylist(), strict=True):
+        shas.append(hashlib.sha256(data[start:end]).hexdigest())
+        key, without_comments = candidate_bytes_key(data[start + cut : end])
+        keys.append(key)
+        low, high = arity_range(model_new_forward(without_comments))
+        fewest.append(low)
+        most.append(high)
+    return {"program_sha256": pa.array(shas, pa.string()), "candidate_key": pa.array(keys, pa.string()),
+            "new_forward_min": pa.array(fewest, pa.int32()), "new_forward_max": pa.array(most, pa.int32())}
+
+
+class FieldWorkers:
+    """`submit(texts, cut_bytes)` -> a Future of `program_fields`; at most 2 batches per worker in flight."""
+
+    def __init__(self, workers: int, rows: int):
+        self.pool = None
+        if workers > 1 and rows >= PARALLEL_MIN_ROWS:
+            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"))
+        self.in_flight: deque[Future] = deque()
+        self.limit = 2 * workers
+
+    def submit(self, texts: pa.Array, cut_bytes: pa.Array) -> Future:
+        if self.pool is None:
+            done: Future = Future()
+            done.set_result(program_fields(texts, cut_bytes))
+            return done
+        while len(self.in_flight) >= self.limit:
+            self.in_flight.popleft().result()
+        future = self.pool.submit(program_fields, texts, cut_bytes)
+        self.in_flight.append(future)
+        return future
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
