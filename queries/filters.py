@@ -38,7 +38,7 @@ class Filters:
                 raise TypeError(f"Filters.{name} must be a string or None, not {type(value).__name__}")
 
     def params(self) -> dict[str, str | None]:
-        """Named parameters for the `filtered(...)` table macro (see `sql/setup.sql`)."""
+        """Named parameters for the `filtered(...)` table macro (see `sql/setup_filtered.sql`)."""
         return {
             "f_split": self.split,
             "f_holdout": self.holdout_group,

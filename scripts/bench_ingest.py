@@ -2,8 +2,10 @@
 
     python scripts/bench_ingest.py CORPUS_DIR [--store DIR] [--workers N] [--steps floor,copy,read,ingest] [--keep]
 
-Each step runs in its own subprocess; its peak RSS is that of its largest process (os.wait4's rusage, which
-covers the processes it waited for: the syntax check's workers). Steps: `duckdb floor` (SELECT sum(length(x))),
+Each step runs in its own subprocess; its peak RSS is that of its largest process and its CPU seconds (user +
+system) those of all its processes (os.wait4's rusage, which covers the processes it waited for: the worker
+processes). CPU seconds do not grow when other work shares the cores; wall seconds do, so the load average at
+the start and end is printed too. Steps: `duckdb floor` (SELECT sum(length(x))),
 `copy` (DuckDB reads `x` and writes it back as zstd Parquet, nothing else: the least any ingest that keeps the
 programs in its own store can cost), `read` (the Python streaming reader ingest falls back to, no parsing,
 no writing), `ingest` (stage 1, `python -m queries ingest --no-syntax-check`: the time to a usable store) and
@@ -68,7 +70,8 @@ def _run(label: str, argv: list[str]) -> dict:
     wall = time.monotonic() - started
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"{label} failed:\n{stderr[-3000:]}")
-    return {"step": label, "wall_s": wall, "peak_mb": usage.ru_maxrss / 1024}  # ru_maxrss: KiB
+    return {"step": label, "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
+            "peak_mb": usage.ru_maxrss / 1024}  # ru_maxrss: KiB
 
 
 def main() -> None:
@@ -104,10 +107,10 @@ def main() -> None:
           f"RAM {mem_gb:.0f} GiB, load average {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
     print(f"corpus {args.corpus}: {len(files)} files, {rows:,} rows, {groups} row groups, {size / 1e6:,.0f} MB")
     print(f"command: {' '.join([Path(py).name, *sys.argv])}\n")
-    print("| step | wall s | rows/s | × floor | peak RSS MB |\n|---|---:|---:|---:|---:|")
+    print("| step | wall s | CPU s | rows/s | × floor | peak RSS MB |\n|---|---:|---:|---:|---:|---:|")
     for r in results:
-        print(f"| {r['step']} | {r['wall_s']:,.1f} | {rows / r['wall_s']:,.0f} | {r['wall_s'] / floor:,.1f} "
-              f"| {r['peak_mb']:,.0f} |")
+        print(f"| {r['step']} | {r['wall_s']:,.1f} | {r['cpu_s']:,.1f} | {rows / r['wall_s']:,.0f} "
+              f"| {r['wall_s'] / floor:,.1f} | {r['peak_mb']:,.0f} |")
 
 
 if __name__ == "__main__":
