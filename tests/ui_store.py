@@ -57,5 +57,5 @@ def build_store(tmp: Path, *, empty: bool = False, syntax_check: bool = True) ->
     if not empty:
         pq.write_table(pa.table(_rows("test", 12)), src / "test.parquet")
     store = tmp / "store"
-    ingest([str(src)], store, progress=False, workers=1, syntax_check=syntax_check)
+    ingest([str(src)], store, progress=False, workers=1, syntax_check=syntax_check, allow_shrink=empty)
     return store

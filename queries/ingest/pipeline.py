@@ -1,12 +1,13 @@
 """Build a store from source Parquet files, in two stages.
 
-Stage 1 (`queries/ingest/build.py`) reads every file once with DuckDB, writes the code shards and an index whose
-fields come from text rules, in a temporary folder next to the target, and swaps it in only when complete: a
-failed build leaves the previous store as it was. Every row read is either indexed or rejected with a reason;
-the summary (printed and kept in meta.json) accounts for all of them. The store is usable from then on.
-Stage 2 (`queries/ingest/syntax_check.py`) then compiles every program to mark syntax errors, rewriting index.parquet
-and meta.json in place; skipped with `syntax_check=False`, it can run later (`python -m queries check-syntax`).
-Layout: docs/ARCHITECTURE.md, section Store.
+Stage 1 (`build.py`) reads every file once with DuckDB, writes the code shards and an index whose fields come
+from text rules, in a temporary folder next to the target, and swaps it in only when complete: a failed build
+leaves the previous store as it was, and so does a build that would index no row or far fewer than the store it
+replaces (unless `allow_shrink`). Every row read is either indexed or rejected with a reason, and the rows of
+files refused with `skip_bad_files` are counted as unread; the summary (printed and kept in meta.json) accounts
+for all of them. The store is usable from then on. Stage 2 (`syntax_check.py`) then compiles every program to
+mark syntax errors, rewriting index.parquet and meta.json in place; skipped with `syntax_check=False`, it can run
+later (`python -m queries check-syntax`). Layout: docs/ARCHITECTURE.md, section Store.
 """
 
 from __future__ import annotations
