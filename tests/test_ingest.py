@@ -242,3 +242,12 @@ def test_runs_published_beside_the_sources_travel_with_the_store(tmp_path):
     runs = api.runs(tmp_path / "store", tmp_path / "no-runner-runs")
     assert sorted(zip(runs["row_id"].to_pylist(), runs["status"].to_pylist(), strict=True)) == [
         ("test/000001", "failed"), ("train/000000", "ok")]
+
+
+def test_read_and_write_sides_import_one_way():
+    """The store format imports neither side; ingest never imports the DuckDB connection module (no circle)."""
+    code = ("import sys, queries.store; assert not any(m.startswith(('queries.db', 'queries.ingest')) "
+            "for m in sys.modules), sorted(sys.modules); import queries.ingest; "
+            "assert 'queries.db' not in sys.modules and 'queries.results' not in sys.modules")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

@@ -2,9 +2,10 @@
 
 `program_fields` gives, per program, `program_sha256` (sha256 of the whole text, as the runner names programs),
 `candidate_key` (`text_rules.candidate_bytes_key` of the part past the cut) and the fewest/most positional
-arguments of `ModelNew.forward` (`new_forward_min/max`, for `forward_arity_mismatch`). At ~60 us a program this is
-more CPU than DuckDB's share of stage 1, so `FieldWorkers` runs it on batches in worker processes while the main
-thread reads on; small builds compute it in process.
+arguments of `ModelNew.forward` (`new_forward_min/max`, for `forward_arity_mismatch`). At 60-100 us a program this
+is about as much CPU as DuckDB's share of stage 1 and would hold the main thread (DuckDB would wait for it), so
+`FieldWorkers` runs it on batches in worker processes while the main thread reads on; small builds compute it in
+process.
 """
 
 from __future__ import annotations
