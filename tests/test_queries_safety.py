@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
 from queries import api
 from queries.filters import Filters
-from queries.store import Store
+from queries.store import SCHEMA_VERSION, Store
 from tests.fixtures import TEST, TRAIN
 
 HOSTILE = [
@@ -146,7 +147,7 @@ def test_bad_stores_raise_store_error(tmp_path):
         api.overview(broken)
     bad_index = tmp_path / "bad-index"
     bad_index.mkdir()
-    (bad_index / "meta.json").write_text('{"schema_version": 1}')
+    (bad_index / "meta.json").write_text(json.dumps({"schema_version": SCHEMA_VERSION}))
     (bad_index / "index.parquet").write_bytes(b"not parquet at all")
     with pytest.raises(api.StoreError, match="index.parquet"):
         api.overview(bad_index)
