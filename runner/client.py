@@ -22,14 +22,16 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from common.errors import TlxError
+
 FINAL_STATES = ("done", "cancelled")
 
 
-class RunnerUnavailable(Exception):
+class RunnerUnavailable(TlxError):
     """No runner service answers at the configured URL."""
 
 
-class RunnerError(Exception):
+class RunnerError(TlxError):
     """The runner service answered with an HTTP error."""
 
     def __init__(self, status: int, message: str):
