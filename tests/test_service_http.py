@@ -11,11 +11,14 @@ import json
 import select
 import socket
 import subprocess
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from urllib.parse import quote, urlsplit
 
 import pytest
 
+from runner.client import RunnerClient, RunnerError
 from runner.results_log import read_results
 from tests.test_runner_service import TOKEN, Service
 
@@ -232,6 +235,9 @@ def test_many_stalled_uploads_hold_neither_threads_nor_the_service(service):
               for _ in range(120)]
     time.sleep(0.5)
     assert threads(service) <= baseline + MAX_CONNECTIONS + 1
+    with pytest.raises(RunnerError) as refused:  # the client reports the cap as the service's answer
+        service.client().health()
+    assert refused.value.status == 503 and "open connections" in refused.value.message
     answers = [c.response()[0] for c in opened]
     assert answers.count(503) >= 120 - MAX_CONNECTIONS and set(answers) <= {408, 503}
     for c in opened:
@@ -253,3 +259,27 @@ def test_idle_keep_alive_connections_are_closed(service):
     started = time.monotonic()
     assert conn.closed_by_server()
     assert IDLE_S - 0.5 < time.monotonic() - started < IDLE_S + 2
+
+
+def test_the_client_refuses_an_answer_that_is_not_json():
+    """Something else on the runner's port (here: a static file server) is reported, not a crash in the client."""
+
+    class Static(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "13")
+            self.end_headers()
+            self.wfile.write(b"<html></html>")
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Static)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(RunnerError, match="not a JSON object"):
+            RunnerClient(f"http://127.0.0.1:{server.server_address[1]}", TOKEN, timeout=5).health()
+    finally:
+        server.shutdown()
+        server.server_close()
