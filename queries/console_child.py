@@ -1,7 +1,7 @@
 """A SQL-console worker: `python -m queries.console_child STORE RUNS_DIR HEADROOM_BYTES` (started by
 `queries.console_pool`, never by hand).
 
-It dies with its parent, loads the store, then caps its own address space (`RLIMIT_AS`) at its size after loading
+It exits when its parent process goes, loads the store, then caps its own address space (`RLIMIT_AS`) at its size after loading
 plus HEADROOM_BYTES, and tells the parent it is ready. Then, per request line on stdin
 (`{"sql", "max_rows", "timeout_s"}`), it answers on stdout with one JSON header line followed by `bytes` bytes:
 `{"bytes": N}` + the result as an Arrow IPC stream, or `{"error": message, "kind": "console"|"store", "bytes": 0}`
@@ -15,6 +15,8 @@ import json
 import os
 import resource
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import BinaryIO
 
@@ -24,7 +26,6 @@ from queries.console import MAX_ROWS_CAP, ConsoleError, ConsoleOutOfMemory, stat
 from queries.console_pool import MAX_RESULT_BYTES
 from queries.db import connect
 from queries.store import StoreError
-from runner.child import die_with_parent
 
 
 def _address_space() -> int:
@@ -34,6 +35,15 @@ def _address_space() -> int:
             if line.startswith("VmSize:"):
                 return int(line.split()[1]) * 1024
     raise RuntimeError("no VmSize in /proc/self/status")
+
+
+def _exit_when_orphaned(parent: int) -> None:
+    """Leave as soon as the parent process is gone (re-parented), even in the middle of a statement. Not
+    PR_SET_PDEATHSIG: that fires when the parent's *thread* that started us ends, and explorer sessions are
+    threads that come and go."""
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(1)
 
 
 def _send(out: BinaryIO, header: dict, payload: bytes = b"") -> None:
@@ -66,8 +76,7 @@ def _answer(store: Path, runs_dir: Path, request: dict) -> tuple[dict, bytes]:
 
 def main(argv: list[str]) -> int:
     store, runs_dir, headroom = Path(argv[0]), Path(argv[1]), int(argv[2])
-    if not die_with_parent(os.getppid()):
-        return 1
+    threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), daemon=True).start()
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # stray prints from libraries go to stderr, never into a reply
     try:

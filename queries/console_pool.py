@@ -6,8 +6,8 @@ store build): it loads the store, caps its own address space (`RLIMIT_AS`) at wh
 most its time limit plus `KILL_GRACE_S`; past that the worker is SIGKILLed, since DuckDB does not check for
 interruption while building one huge list or string. A worker that dies (out of memory, a crash in the parser)
 costs only the statement it was running; one that reports running out of memory is replaced, since DuckDB may not
-hand the memory back. At most `MAX_WORKERS` run per store; a statement that finds them all busy for its whole
-time limit is refused. Idle workers are kept (at most `MAX_IDLE` in all) so that the next statement does not pay
+hand the memory back. At most `MAX_WORKERS` run per store; a statement that finds them all busy for
+`QUEUE_WAIT_S` is refused. Idle workers are kept (at most `MAX_IDLE` in all) so that the next statement does not pay
 for loading the store again.
 """
 
@@ -31,6 +31,7 @@ from queries.settings import REPO_ROOT
 MAX_WORKERS = 2
 MAX_IDLE = 4
 KILL_GRACE_S = 1.0
+QUEUE_WAIT_S = 20.0
 STARTUP_TIMEOUT_S = 120.0
 MEMORY_HEADROOM_BYTES = 2 * 1024**3
 DUCKDB_MEMORY = "1GB"  # DuckDB's own limit inside a worker: the first line, below the address-space cap
@@ -66,7 +67,7 @@ class Worker:
                    PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "queries.console_child", key[0], key[1], str(MEMORY_HEADROOM_BYTES)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO_ROOT, env=env)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO_ROOT, env=env)  # stderr: the explorer's log
         self._pending = bytearray()
         try:
             header, _ = self._reply(time.monotonic() + STARTUP_TIMEOUT_S)
@@ -156,7 +157,7 @@ class Pool:
 
     def ask(self, key: Key, request: dict[str, Any], limit_s: float) -> tuple[dict[str, Any], bytes]:
         """The reply of a worker of `key` to `request`, with `limit_s` (+ grace) for the answer."""
-        worker = self._take(key, limit_s)
+        worker = self._take(key, QUEUE_WAIT_S)
         keep = None
         try:
             if worker is None:

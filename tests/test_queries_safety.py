@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -199,6 +202,35 @@ def test_a_dead_worker_is_replaced(fixture_store):
         os.kill(pid, signal.SIGKILL)
     time.sleep(0.2)
     assert api.console(fixture_store, "SELECT 3 AS three").to_pylist() == [{"three": 3}]
+
+
+def test_a_worker_outlives_the_session_thread_that_started_it(fixture_store):
+    """Explorer sessions are threads that end after each run; their workers must stay usable."""
+    console_pool._POOL.close()
+    session = threading.Thread(target=api.console, args=(fixture_store, "SELECT 1 AS one"))
+    session.start()
+    session.join()
+    started_by_it = idle_worker_pids()
+    time.sleep(1.0)
+    assert started_by_it and all(os.path.exists(f"/proc/{pid}") for pid in started_by_it)
+    assert api.console(fixture_store, "SELECT 2 AS two").to_pylist() == [{"two": 2}]
+    assert set(idle_worker_pids()) == set(started_by_it)
+
+
+def test_workers_exit_with_their_parent(fixture_store, tmp_path):
+    script = ("import sys, time\nfrom queries import api, console_pool\n"
+              f"api.console({str(fixture_store)!r}, 'SELECT 1')\n"
+              "print(*[w.proc.pid for w in console_pool._POOL._idle.values()], flush=True)\ntime.sleep(60)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).resolve().parent.parent)
+    workers = [int(pid) for pid in parent.stdout.readline().split()]
+    assert workers
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 5
+    while any(os.path.exists(f"/proc/{pid}") for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in workers if os.path.exists(f"/proc/{pid}")], "a console worker outlived the explorer"
 
 
 def test_statements_run_side_by_side(fixture_store):
