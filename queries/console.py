@@ -58,9 +58,6 @@ class ConsoleError(TlxError):
     """A console statement was refused or failed; the message says why."""
 
 
-class ConsoleOutOfMemory(ConsoleError):
-    """The statement needed more memory than the console allows (its worker is replaced after this)."""
-
 
 def _code_only(sql: str) -> str:
     """The statement with string literals and comments blanked out, same length (for keyword checks)."""
@@ -121,8 +118,8 @@ def statement_result(db: Database, sql: str, max_rows: int, timeout_s: float) ->
     except duckdb.PermissionException as exc:
         raise ConsoleError("file and network access are disabled in the console") from exc
     except duckdb.OutOfMemoryException as exc:
-        raise ConsoleOutOfMemory(f"the statement needs more memory than the console allows "
-                                 f"({str(exc).splitlines()[0]}); narrow it down or aggregate") from exc
+        raise ConsoleError(f"the statement needs more memory than the console allows "
+                           f"({str(exc).splitlines()[0]}); narrow it down or aggregate") from exc
     except duckdb.Error as exc:
         raise ConsoleError(f"{type(exc).__name__}: {str(exc).splitlines()[0]}") from exc
     if table.num_rows > max_rows:

@@ -5,7 +5,8 @@ It exits when its parent process goes, loads the store, then caps its own addres
 plus HEADROOM_BYTES, and tells the parent it is ready. Then, per request line on stdin
 (`{"sql", "max_rows", "timeout_s"}`), it answers on stdout with one JSON header line followed by `bytes` bytes:
 `{"bytes": N}` + the result as an Arrow IPC stream, or `{"error": message, "kind": "console"|"store", "bytes": 0}`
-(`"recycle": true` when the worker should not be used again, e.g. after running out of memory). Anything a
+(`"recycle": true` when the worker should not be used again: a statement, typically one that ran out of memory,
+left more than half of the headroom mapped, which DuckDB's allocator does not always hand back). Anything a
 library prints goes to stderr, never into the replies.
 """
 
@@ -22,7 +23,7 @@ from typing import BinaryIO
 
 import pyarrow as pa
 
-from queries.console import MAX_ROWS_CAP, ConsoleError, ConsoleOutOfMemory, statement_result
+from queries.console import MAX_ROWS_CAP, ConsoleError, statement_result
 from queries.console_pool import MAX_RESULT_BYTES
 from queries.db import connect
 from queries.store import StoreError
@@ -55,11 +56,9 @@ def _answer(store: Path, runs_dir: Path, request: dict) -> tuple[dict, bytes]:
     try:
         sql, max_rows, timeout_s = request["sql"], int(request["max_rows"]), float(request["timeout_s"])
         table = statement_result(connect(store, runs_dir), sql, max(1, min(max_rows, MAX_ROWS_CAP)), timeout_s)
-    except ConsoleOutOfMemory as exc:
-        return {"error": exc.user_message, "kind": "console", "recycle": True}, b""
     except MemoryError:
         return {"error": "the statement needs more memory than the console allows; narrow it down or aggregate",
-                "kind": "console", "recycle": True}, b""
+                "kind": "console"}, b""
     except ConsoleError as exc:
         return {"error": exc.user_message, "kind": "console"}, b""
     except StoreError as exc:
@@ -85,8 +84,8 @@ def main(argv: list[str]) -> int:
     except StoreError as exc:
         _send(out, {"error": str(exc), "kind": "store"})
         return 0
-    cap = _address_space() + headroom
-    resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    loaded = _address_space()
+    resource.setrlimit(resource.RLIMIT_AS, (loaded + headroom, loaded + headroom))
     _send(out, {"ready": True})
     for line in sys.stdin.buffer:
         try:
@@ -94,6 +93,8 @@ def main(argv: list[str]) -> int:
         except ValueError:
             return 2
         header, payload = _answer(store, runs_dir, request)
+        if _address_space() > loaded + headroom // 2:
+            header["recycle"] = True  # memory the statement left mapped would shrink the next one's share
         _send(out, header, payload)
     return 0
 

@@ -5,8 +5,8 @@ store build): it loads the store, caps its own address space (`RLIMIT_AS`) at wh
 `MEMORY_HEADROOM_BYTES`, and answers one statement at a time. The parent (`run`) sends a statement and waits at
 most its time limit plus `KILL_GRACE_S`; past that the worker is SIGKILLed, since DuckDB does not check for
 interruption while building one huge list or string. A worker that dies (out of memory, a crash in the parser)
-costs only the statement it was running; one that reports running out of memory is replaced, since DuckDB may not
-hand the memory back. At most `MAX_WORKERS` run per store; a statement that finds them all busy for
+costs only the statement it was running; one that is left holding more than half of its headroom after a
+statement (typically one that ran out of memory: DuckDB does not always hand memory back) is replaced. At most `MAX_WORKERS` run per store; a statement that finds them all busy for
 `QUEUE_WAIT_S` is refused. Idle workers are kept (at most `MAX_IDLE` in all) so that the next statement does not pay
 for loading the store again.
 """

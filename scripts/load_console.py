@@ -3,8 +3,10 @@ run statements through `queries.api.console` for `--duration` seconds (`scripts/
 
 Each thread loops over `GOOD` (ordinary statements, which must return a table) and, every `--bad-every` rounds,
 one statement of `HOSTILE` (the generators of issue 14, which must be refused with the memory or time message).
-An error is any other outcome: an exception of another type, a good statement refused (also as "busy"), a
-hostile one answered. Samples the calling process's RSS and the console workers' count and summed RSS."""
+A statement refused because every worker stayed busy for `console_pool.QUEUE_WAIT_S` is counted as `busy` (the
+console shedding load, by design); an error is any other outcome: an exception of another type, a good statement
+refused, a hostile one answered. Samples the calling process's RSS and the console workers' count and summed
+RSS."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from queries import api  # noqa: E402
+from queries import api, console_pool  # noqa: E402
 
 GOOD = [
     ("group by", "SELECT split, count(*) AS n, avg(ok::int) AS ok_rate FROM programs GROUP BY split ORDER BY split"),
@@ -35,6 +37,7 @@ HOSTILE = [
     ("string_agg", "SELECT length(string_agg('abcdefgh', ',')) FROM range(300000000)"),
 ]
 REFUSED = re.compile(r"more memory than the console allows|time limit")
+BUSY = "the console is busy"
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -76,7 +79,7 @@ def sample(peaks: dict[str, int], stop: threading.Event) -> None:
         peaks["workers_rss_kib"] = max(peaks["workers_rss_kib"], sum(rss_kib(p) for p in workers))
 
 
-def session(store: Path, index: int, until: float, bad_every: int, times: dict, errors: list) -> None:
+def session(store: Path, index: int, until: float, bad_every: int, times: dict, errors: list, busy: list) -> None:
     round_ = 0
     while time.monotonic() < until:
         hostile = bad_every and round_ % bad_every == bad_every - 1
@@ -87,12 +90,16 @@ def session(store: Path, index: int, until: float, bad_every: int, times: dict, 
             if hostile:
                 errors.append(f"{kind}: answered with {table.num_rows} rows")
         except api.ConsoleError as e:
+            if str(e).startswith(BUSY):
+                busy.append(kind)
+                continue
             if not (hostile and REFUSED.search(str(e))):
                 errors.append(f"{kind}: {e}"[:200])
         except Exception as e:  # anything else is an error of the console
             errors.append(f"{kind}: {type(e).__name__}: {e}"[:200])
+        finally:
+            round_ += 1
         times[("hostile: " if hostile else "") + kind].append(time.monotonic() - started)
-        round_ += 1
 
 
 def run(args) -> dict:
@@ -100,13 +107,14 @@ def run(args) -> dict:
     api.console(store, "SELECT 1")  # one warm worker, as a running explorer has
     times: dict[str, list[float]] = defaultdict(list)
     errors: list[str] = []
+    busy: list[str] = []
     peaks, stop = {"parent_rss_kib": rss_kib(os.getpid()), "workers": 0, "workers_rss_kib": 0}, threading.Event()
     rss_before = peaks["parent_rss_kib"]
     sampler = threading.Thread(target=sample, args=(peaks, stop), daemon=True)
     sampler.start()
     started = time.monotonic()
     until = started + min(args.duration, 600.0)
-    threads = [threading.Thread(target=session, args=(store, i, until, args.bad_every, times, errors))
+    threads = [threading.Thread(target=session, args=(store, i, until, args.bad_every, times, errors, busy))
                for i in range(args.clients)]
     for t in threads:
         t.start()
@@ -117,7 +125,8 @@ def run(args) -> dict:
     good = [t for k, v in times.items() if not k.startswith("hostile") for t in v]
     return {
         "clients": args.clients, "duration_s": round(elapsed, 1), "store": str(store),
-        "statements": sum(len(v) for v in times.values()), "errors": len(errors), "error_examples": errors[:5],
+        "statements": sum(len(v) for v in times.values()) + len(busy), "errors": len(errors),
+        "error_examples": errors[:5], "busy_refusals": len(busy), "queue_wait_s": console_pool.QUEUE_WAIT_S,
         "good_p50_s": percentile(good, 0.5), "good_p95_s": percentile(good, 0.95),
         "per_kind": {k: {"n": len(v), "p50_s": percentile(v, 0.5), "p95_s": percentile(v, 0.95),
                          "max_s": round(max(v), 2), "mean_s": round(statistics.fmean(v), 2)}

@@ -172,6 +172,17 @@ def test_generators_are_stopped_by_the_worker_limits(fixture_store, sql):
         {"n": len(TRAIN) + len(TEST)}]
 
 
+def test_a_worker_is_kept_when_a_refused_statement_left_nothing_mapped(fixture_store):
+    """A generator refused at its first allocation costs no worker restart; the worker answers the next one."""
+    console_pool._POOL.close()
+    api.console(fixture_store, "SELECT 1 AS one")
+    before = idle_worker_pids()
+    with pytest.raises(api.ConsoleError, match="more memory than the console allows"):
+        api.console(fixture_store, "SELECT len(range(0, 2000000000))")
+    assert api.console(fixture_store, "SELECT 2 AS two").to_pylist() == [{"two": 2}]
+    assert idle_worker_pids() == before
+
+
 def test_workers_have_an_address_space_limit(fixture_store):
     api.console(fixture_store, "SELECT 1 AS one")
     pids = idle_worker_pids()
