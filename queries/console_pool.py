@@ -37,6 +37,7 @@ MEMORY_HEADROOM_BYTES = 2 * 1024**3
 DUCKDB_MEMORY = "1GB"  # DuckDB's own limit inside a worker: the first line, below the address-space cap
 MAX_RESULT_BYTES = 64 * 1024 * 1024
 HEADER_BYTES = 64 * 1024
+DIED = "the console's worker process died (out of memory, or a crash in DuckDB); try a smaller statement"
 
 
 class WorkerFailure(TlxError):
@@ -54,7 +55,7 @@ def _read_until(fd: int, buffer: bytearray, done, deadline: float) -> None:
             raise TimeoutError
         chunk = os.read(fd, 1 << 20)
         if not chunk:
-            raise WorkerFailure("the console's worker process died")
+            raise WorkerFailure(DIED)
         buffer += chunk
 
 
@@ -77,9 +78,9 @@ class Worker:
         except WorkerFailure:
             self.kill()
             raise
-        if "error" in header:
-            self.kill()
         self.startup_error: dict[str, Any] | None = header if "error" in header else None
+        if self.startup_error is not None:
+            self.kill()
 
     def _reply(self, deadline: float) -> tuple[dict[str, Any], bytes]:
         """One reply: a JSON header line, then `header["bytes"]` bytes of Arrow IPC stream."""
@@ -103,8 +104,8 @@ class Worker:
         try:
             self.proc.stdin.write(json.dumps(request).encode() + b"\n")
             self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise WorkerFailure("the console's worker process died") from None
+        except OSError:
+            raise WorkerFailure(DIED) from None
         return self._reply(deadline)
 
     def kill(self) -> None:

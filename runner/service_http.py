@@ -192,6 +192,8 @@ class Handler(BaseHTTPRequestHandler):
             self._route(method)
         except BadRequest as e:
             self._send(e.status, {"error": str(e)})
+        except (BrokenPipeError, ConnectionResetError, TimeoutError):  # the client went away mid-answer
+            self.close_connection = True
         except Exception:  # a bug: answered and logged, never a dropped connection
             traceback.print_exc(file=sys.stderr)
             self.close_connection = True

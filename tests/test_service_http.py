@@ -20,6 +20,7 @@ import pytest
 
 from runner.client import RunnerClient, RunnerError
 from runner.results_log import read_results
+from runner.service_http import Limits, make_server
 from tests.test_runner_service import TOKEN, Service
 
 IDLE_S, DEADLINE_S, MAX_CONNECTIONS = 2.0, 4.0, 16
@@ -283,3 +284,25 @@ def test_the_client_refuses_an_answer_that_is_not_json():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_bug_in_a_handler_is_a_500_json_not_a_dropped_connection(capfd):
+    """Fault injection into the HTTP layer alone: a service whose `/health` raises."""
+
+    class Broken:
+        def health(self) -> dict:
+            raise RuntimeError("injected")
+
+    server = make_server(Broken(), "127.0.0.1", 0, Limits(idle_timeout_s=2, request_deadline_s=4))
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=10)
+        conn.request("GET", "/health")
+        reply = conn.getresponse()
+        assert reply.status == 500 and "internal error" in json.loads(reply.read())["error"]
+        conn.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "RuntimeError: injected" in capfd.readouterr().err  # logged with its traceback
