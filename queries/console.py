@@ -58,7 +58,6 @@ class ConsoleError(TlxError):
     """A console statement was refused or failed; the message says why."""
 
 
-
 def _code_only(sql: str) -> str:
     """The statement with string literals and comments blanked out, same length (for keyword checks)."""
 
