@@ -1,5 +1,5 @@
 """A SQL-console worker: `python -m queries.console_child STORE RUNS_DIR HEADROOM_BYTES` (started by
-`queries.console_pool`, never by hand).
+`queries.console_pool`, never by hand; Linux: it reads its size from /proc).
 
 It exits when its parent process goes, loads the store, then caps its own address space (`RLIMIT_AS`) at its size after loading
 plus HEADROOM_BYTES, and tells the parent it is ready. Then, per request line on stdin

@@ -48,10 +48,13 @@ Key = tuple[str, str, int]  # (store path, runs dir, meta.json mtime)
 
 
 def _read_until(fd: int, buffer: bytearray, done, deadline: float) -> None:
-    """Read from `fd` into `buffer` until `done(buffer)`; WorkerFailure on EOF, TimeoutError past `deadline`."""
+    """Read from `fd` into `buffer` until `done(buffer)`; WorkerFailure on EOF, TimeoutError past `deadline`.
+    (`poll`, not `select`: a busy explorer may hold descriptors above select's 1024.)"""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
     while not done(buffer):
         left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
+        if left <= 0 or not poller.poll(left * 1000):
             raise TimeoutError
         chunk = os.read(fd, 1 << 20)
         if not chunk:
