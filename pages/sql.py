@@ -1,4 +1,8 @@
-"""SQL page: a read-only DuckDB console over the index (`programs`) and run results (`runs`)."""
+"""SQL page: a read-only DuckDB console over the index (`programs`) and run results (`runs`).
+
+A statement from the link (`?sql=`) runs on load only for a local explorer; in read-only mode (a hosted one) it is
+shown and runs when the visitor presses Run, so a shared link cannot make every visitor's session run heavy SQL.
+"""
 
 from __future__ import annotations
 
@@ -8,21 +12,31 @@ import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from ui import context, links
 
+TIME_LIMIT_S = 5.0
+MAX_ROWS = 1000
+
 store = context.store_path()
 st.title("SQL console")
 st.caption("Read-only DuckDB over the tables `programs` (the index: one row per program, no code) and `runs` "
-           "(re-run results). Results are capped at 1,000 rows and 5 s.")
+           f"(re-run results). Each statement runs in its own process, capped at {MAX_ROWS:,} rows, "
+           f"{TIME_LIMIT_S:g} s and about 2 GiB of memory.")
 
 default = "SELECT split, count(*) AS rows, avg(ok::int) AS ok_rate FROM programs GROUP BY split ORDER BY split"
 query = st.text_area("Query", value=links.param("sql", default) or default, height=140, key="sql_text")
 links.sync_params(sql=query.strip() if query.strip() != default else None)
 
-if st.button("Run", type="primary", key="sql_run") or links.param("sql"):
+clicked = st.button("Run", type="primary", key="sql_run")
+if clicked:
+    st.session_state["sql_ran"] = query
+from_link = links.param("sql") is not None and not context.settings().read_only
+if clicked or from_link or st.session_state.get("sql_ran") == query:
     try:
-        table = api.console(store, query, max_rows=1000, timeout_s=5.0)
-    except api.ConsoleError as error:
+        table = api.console(store, query, max_rows=MAX_ROWS, timeout_s=TIME_LIMIT_S)
+    except (api.ConsoleError, api.StoreError) as error:
         st.error(str(error))
     else:
         st.caption(f"{table.num_rows:,} rows")
         st.dataframe(table.to_pandas(), hide_index=True, key="sql_result")
+elif links.param("sql") is not None:
+    st.info("This link holds a statement: read it above, then press Run to run it.")
 links.copy_link("sql", sql=query.strip() if query.strip() != default else None)

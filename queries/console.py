@@ -3,9 +3,15 @@
 
 A statement runs only if it is one SELECT / WITH / FROM / DESCRIBE / SHOW / SUMMARIZE, or EXPLAIN [ANALYZE] of
 one; it is refused, with a `ConsoleError` naming the reason, when it is anything else (writes, ATTACH, COPY,
-INSTALL/LOAD, SET, PRAGMA, CALL, several statements), reads files, returns more than `max_rows` rows or runs past
-`timeout_s`. The connection itself has external access disabled and its configuration locked, so a statement
-that slipped past these checks still could not touch files, the network or settings.
+INSTALL/LOAD, SET, PRAGMA, CALL, several statements, a PIVOT without an IN list), reads files, returns more than
+`max_rows` rows or runs past `timeout_s`. The connection itself has external access disabled and its
+configuration locked, so a statement that slipped past these checks still could not touch files, the network or
+settings.
+
+Time and memory are enforced from outside the statement: `console()` hands it to a child process
+(`queries.console_pool`, `queries.console_child`) that has an address-space limit and is killed when it runs past
+its time, so neither a list or string generator that ignores DuckDB's own limits nor a parser crash can take the
+explorer's process or its host down. Parsing, checks and the query all happen in that child (`statement_result`).
 """
 
 from __future__ import annotations
@@ -16,7 +22,11 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from queries.db import QueryTimeout, connect
+from common.errors import TlxError
+from queries import console_pool
+from queries.db import Database, QueryTimeout
+from queries.settings import load_settings
+from queries.store import StoreError
 
 MAX_SQL_CHARS = 20_000
 MAX_ROWS_CAP = 100_000
@@ -32,7 +42,8 @@ _REFUSED = {
     _ST.VARIABLE_SET: "SET VARIABLE is not allowed: the console's settings are locked",
     _ST.PRAGMA: "PRAGMA is not allowed: use SELECT over duckdb_* table functions instead",
     _ST.CALL: "CALL / CHECKPOINT are not allowed in the console",
-    _ST.MULTI: "a bare PIVOT is not allowed; wrap it as SELECT * FROM (PIVOT ...)",
+    _ST.MULTI: "a PIVOT needs an IN list of the values to pivot on in the console (without one, DuckDB would create "
+               "a type first): PIVOT programs ON split IN ('train', 'test') USING count(*)",
 }
 _READS = (_ST.SELECT,)
 _FILE_FUNCTION = re.compile(
@@ -43,7 +54,7 @@ _COMMENT_OR_STRING = re.compile(r"'(?:[^']|'')*'|--[^\n]*|/\*.*?\*/", re.DOTALL)
 _EXPLAIN = re.compile(r"^\s*explain(\s+analy[sz]e)?\s+(?P<inner>.*)$", re.IGNORECASE | re.DOTALL)
 
 
-class ConsoleError(ValueError):
+class ConsoleError(TlxError):
     """A console statement was refused or failed; the message says why."""
 
 
@@ -92,14 +103,9 @@ def _check(con: duckdb.DuckDBPyConnection, sql: str) -> tuple[str, bool]:
     return text, False
 
 
-def console(store: Path | str, sql: str, max_rows: int = 1000, timeout_s: float = 5.0) -> pa.Table:
-    """The result of one read-only statement; ConsoleError when refused, too long, too big or failing."""
-    if not isinstance(sql, str) or not sql.strip():
-        raise ConsoleError("enter a SQL statement")
-    if len(sql) > MAX_SQL_CHARS:
-        raise ConsoleError(f"the statement is {len(sql)} characters long; the console takes {MAX_SQL_CHARS}")
-    max_rows = max(1, min(int(max_rows), MAX_ROWS_CAP))
-    db = connect(store)
+def statement_result(db: Database, sql: str, max_rows: int, timeout_s: float) -> pa.Table:
+    """Check and run one statement on `db` (inside the console's child process); ConsoleError when refused,
+    too long, too big or failing."""
     text, is_explain = _check(db.con, sql)
     # The user's statement is the query itself (checked above to be one read statement); it is wrapped, not
     # interpolated with values, and the row cap is an int we own.
@@ -110,8 +116,30 @@ def console(store: Path | str, sql: str, max_rows: int = 1000, timeout_s: float 
         raise ConsoleError(f"{exc}; narrow it down or add a LIMIT") from exc
     except duckdb.PermissionException as exc:
         raise ConsoleError("file and network access are disabled in the console") from exc
+    except duckdb.OutOfMemoryException as exc:
+        raise ConsoleError(f"the statement needs more memory than the console allows "
+                           f"({str(exc).splitlines()[0]}); narrow it down or aggregate") from exc
     except duckdb.Error as exc:
         raise ConsoleError(f"{type(exc).__name__}: {str(exc).splitlines()[0]}") from exc
     if table.num_rows > max_rows:
         raise ConsoleError(f"the result has more than {max_rows} rows; add a LIMIT or aggregate")
     return table
+
+
+def console(store: Path | str, sql: str, max_rows: int = 1000, timeout_s: float = 5.0) -> pa.Table:
+    """The result of one read-only statement, run in a console worker process with a time and memory limit;
+    ConsoleError when refused, too long, too big or failing; StoreError when the store cannot be opened."""
+    if not isinstance(sql, str) or not sql.strip():
+        raise ConsoleError("enter a SQL statement")
+    if len(sql) > MAX_SQL_CHARS:
+        raise ConsoleError(f"the statement is {len(sql)} characters long; the console takes {MAX_SQL_CHARS}")
+    request = {"sql": sql, "max_rows": max(1, min(int(max_rows), MAX_ROWS_CAP)), "timeout_s": float(timeout_s)}
+    try:
+        header, payload = console_pool.ask(Path(store), load_settings().runs_dir, request, float(timeout_s))
+    except console_pool.WorkerFailure as exc:
+        raise ConsoleError(exc.user_message) from exc
+    if header.get("kind") == "store":
+        raise StoreError(header["error"])
+    if "error" in header:
+        raise ConsoleError(header["error"])
+    return pa.ipc.open_stream(payload).read_all()

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import http.client
 import json
 import os
 import sys
@@ -22,14 +23,16 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from common.errors import TlxError
+
 FINAL_STATES = ("done", "cancelled")
 
 
-class RunnerUnavailable(Exception):
+class RunnerUnavailable(TlxError):
     """No runner service answers at the configured URL."""
 
 
-class RunnerError(Exception):
+class RunnerError(TlxError):
     """The runner service answered with an HTTP error."""
 
     def __init__(self, status: int, message: str):
@@ -54,17 +57,27 @@ class RunnerClient:
             req.add_header("Authorization", f"Bearer {self.token}")
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                return json.loads(resp.read() or b"{}")
+                raw, status = resp.read(), resp.status
         except urllib.error.HTTPError as e:
-            raw = e.read()
+            try:
+                raw = e.read()
+            except (OSError, http.client.HTTPException):
+                raw = b""
             try:
                 message = json.loads(raw).get("error") or raw.decode("utf-8", "replace")
             except (ValueError, AttributeError):
                 message = raw.decode("utf-8", "replace") or e.reason
             raise RunnerError(e.code, str(message)) from None
-        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError) as e:
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError, http.client.HTTPException) as e:
             reason = getattr(e, "reason", e)
             raise RunnerUnavailable(f"no runner service answers at {self.url}: {reason}") from None
+        try:
+            answer = json.loads(raw or b"{}")
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):  # a success status, but not from a runner service
+            raise RunnerError(status, f"the answer from {self.url} is not a JSON object")
+        return answer
 
     def health(self) -> dict[str, Any]:
         return self._request("GET", "/health")

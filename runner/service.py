@@ -3,7 +3,8 @@
 API (design §3b): `GET /health` (open), `POST /jobs` `{"row_id": ...}` or `{"program": "..."}` plus options
 `device` (auto|cuda|cpu), `timeout_s`, `trials`, `force` -> `{"id", "state"}`; `GET /jobs/{id}` ->
 `{"id", "state", "result", ...}`; `GET /jobs?limit=N&state=S`; `DELETE /jobs/{id}` cancels (a running job's
-sandbox is killed). Errors are JSON `{"error": "..."}` with 400/401/404/405/413.
+sandbox is killed). Errors are JSON `{"error": "..."}` with a 4xx status. The HTTP layer (parsing, limits on
+bodies, time and connections, the server class) is `runner.service_http`.
 
 Security:
 - Every request except `GET /health` needs `Authorization: Bearer <token>` (compared in constant time).
@@ -24,7 +25,6 @@ import argparse
 import fcntl
 import hmac
 import ipaddress
-import json
 import os
 import secrets
 import signal
@@ -32,28 +32,20 @@ import socket
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import metadata
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 from runner.jobs import JobStore
 from runner.results_log import ResultsLog, default_writer
 from runner.rows import RowNotFound, StoreUnavailable, load_program
 from runner.run_keys import run_settings, stamp
+from runner.service_http import BadRequest, Limits, check_row_id, make_server
 from runner.workers import Evaluator, Slot, WorkerPool, crashed_result, make_slots, sandbox_evaluator
 
-MAX_BODY_BYTES = 4 * 1024 * 1024
 MAX_TIMEOUT_S = 3600.0
 MAX_TRIALS = 100
 _OPTION_KEYS = {"device", "timeout_s", "trials", "force"}
-
-
-class BadRequest(Exception):
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
 
 
 def is_loopback(host: str) -> bool:
@@ -156,10 +148,8 @@ class RunnerService:
             raise BadRequest(400, "give exactly one of 'row_id' or 'program'")
         options, force = parse_options(body, self.has_gpu)
         if row_id is not None:
-            if not isinstance(row_id, str) or not row_id:
-                raise BadRequest(400, "row_id must be a non-empty string such as 'train/000123'")
             try:
-                program = load_program(self.store, row_id)
+                program = load_program(self.store, check_row_id(row_id))
             except RowNotFound as e:
                 raise BadRequest(404, str(e)) from None
             except StoreUnavailable as e:
@@ -177,93 +167,6 @@ class RunnerService:
             raise BadRequest(404, f"no job {job_id!r}")
         self.pool.cancel_running(job_id)
         return job.summary()
-
-
-class Handler(BaseHTTPRequestHandler):
-    server_version = "tlx-runner/1"
-    protocol_version = "HTTP/1.1"
-    service: RunnerService  # set on the subclass built in `make_server`
-
-    def log_message(self, format: str, *args: Any) -> None:
-        sys.stderr.write(f"[runner] {self.address_string()} {format % args}\n")
-
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("Cache-Control", "no-store")
-        if status == 401:
-            self.send_header("WWW-Authenticate", 'Bearer realm="tlx-runner"')
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _read_json(self) -> Any:
-        length = self.headers.get("Content-Length")
-        if length is None or not length.isdigit():
-            raise BadRequest(411, "a JSON body with a Content-Length header is required")
-        if int(length) > MAX_BODY_BYTES:
-            self.close_connection = True
-            raise BadRequest(413, f"request body over {MAX_BODY_BYTES} bytes")
-        raw = self.rfile.read(int(length))
-        try:
-            return json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise BadRequest(400, f"request body is not valid JSON: {e}") from None
-
-    def _dispatch(self, method: str) -> None:
-        url = urlsplit(self.path)
-        parts = [p for p in url.path.split("/") if p]
-        try:
-            if method == "GET" and parts == ["health"]:
-                return self._send(200, self.service.health())
-            if not self.service.authorized(self.headers.get("Authorization")):
-                return self._send(401, {"error": "missing or wrong bearer token"})
-            if parts == ["jobs"] and method == "POST":
-                status, payload = self.service.submit(self._read_json())
-                return self._send(status, payload)
-            if parts == ["jobs"] and method == "GET":
-                return self._send(200, {"jobs": self._recent(parse_qs(url.query))})
-            if len(parts) == 2 and parts[0] == "jobs" and method in ("GET", "DELETE"):
-                if method == "DELETE":
-                    return self._send(200, self.service.cancel(parts[1]))
-                job = self.service.jobs.get(parts[1])
-                if job is None:
-                    raise BadRequest(404, f"no job {parts[1]!r}")
-                return self._send(200, job.summary())
-            if parts in (["health"], ["jobs"]) or (len(parts) == 2 and parts[0] == "jobs"):
-                raise BadRequest(405, f"{method} not allowed on {url.path}")
-            raise BadRequest(404, f"no such endpoint: {url.path}")
-        except BadRequest as e:
-            self._send(e.status, {"error": str(e)})
-
-    def _recent(self, query: dict[str, list[str]]) -> list[dict[str, Any]]:
-        raw_limit = query.get("limit", ["50"])[-1]
-        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 1000:
-            raise BadRequest(400, f"limit must be an integer in [1, 1000], not {raw_limit!r}")
-        state = query.get("state", [None])[-1]
-        if state not in (None, "queued", "running", "done", "cancelled"):
-            raise BadRequest(400, f"unknown state {state!r}")
-        return [j.summary() for j in self.service.jobs.recent(int(raw_limit), state)]
-
-    def do_GET(self) -> None:  # stdlib naming
-        self._dispatch("GET")
-
-    def do_POST(self) -> None:
-        self._dispatch("POST")
-
-    def do_DELETE(self) -> None:
-        self._dispatch("DELETE")
-
-    def do_PUT(self) -> None:
-        self._dispatch("PUT")
-
-
-def make_server(service: RunnerService, host: str, port: int) -> ThreadingHTTPServer:
-    handler = type("BoundHandler", (Handler,), {"service": service})
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
-    return server
 
 
 def resolve_token(host: str, runs_dir: Path) -> str:
@@ -293,6 +196,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="auto: one worker per visible GPU, else CPU interpreter workers")
     parser.add_argument("--cpu-workers", type=int, default=1, help="interpreter workers when there is no GPU")
     parser.add_argument("--grace", type=float, default=10.0, help="seconds running jobs get on shutdown")
+    http = Limits()
+    parser.add_argument("--idle-timeout", type=float, default=http.idle_timeout_s,
+                        help="seconds a connection may stay silent (idle keep-alive, stalled upload)")
+    parser.add_argument("--request-deadline", type=float, default=http.request_deadline_s,
+                        help="seconds a request may take to arrive whole, from its first byte")
+    parser.add_argument("--max-connections", type=int, default=http.max_connections,
+                        help="open connections served at once (one thread each); more get a 503")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -316,7 +226,8 @@ def main(args: argparse.Namespace) -> int:
     store = args.store or (None if settings.store_is_sample else settings.store)
     service = RunnerService(runs_dir, store, slots, sandbox_evaluator, token)
     try:
-        server = make_server(service, args.host, args.port)
+        server = make_server(service, args.host, args.port,
+                             Limits(args.idle_timeout, args.request_deadline, args.max_connections))
     except OSError as e:
         print(f"serve: cannot listen on {args.host}:{args.port}: {e}", file=sys.stderr)
         return 1

@@ -1,7 +1,13 @@
-"""Fault test of the runner service: SIGKILL `python -m runner serve` with N jobs queued, restart it, and check that
-every job finishes exactly once (one `done` job in the job DB, one line in the results log per job).
+"""Fault tests of the runner service.
 
     python scripts/fault_test.py --jobs 100 [--kill-after 5] [--cpu-workers 1] [--json]
+    python scripts/fault_test.py --stalled 1000 [--json]
+
+`--jobs`: SIGKILL `python -m runner serve` with N jobs queued, restart it, and check that every job finishes
+exactly once (one `done` job in the job DB, one line in the results log per job).
+`--stalled`: open N connections that each send the headers of an upload and part of its body, then nothing;
+count the service's threads, how each connection was answered (408 after the idle timeout, or 503 at once past
+the connection cap; anything else, a reset or no answer is an error), and how soon `/health` answers again.
 
 CPU interpreter mode, loopback only, a fresh runs directory in a temp folder. The jobs are tiny distinct programs
 that fail fast (`missing_symbol`): the test is about the queue, not evaluation. Prints a summary (and exits 1 when
@@ -107,13 +113,86 @@ def kill_and_recover(runs_dir: Path, jobs: int, kill_after: int = 5, cpu_workers
     }
 
 
+def stalled_uploads(runs_dir: Path, connections: int, answer_timeout: float = 120.0) -> dict:
+    """Open `connections` stalled uploads at once against a fresh service; see the module docstring."""
+    import socket
+    import threading
+    from urllib.parse import urlsplit
+
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    service = Service(runs_dir)
+    client = service.start()
+    host, port = urlsplit(service.url).netloc.rsplit(":", 1)
+    peak = {"threads": 0}
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(0.1):
+            peak["threads"] = max(peak["threads"], _threads(service.proc.pid))
+
+    client.health()
+    baseline = _threads(service.proc.pid)
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    head = (f"POST /jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 1000\r\n\r\n"
+            '{"program": "').encode()
+    started = time.monotonic()
+    socks = []
+    for _ in range(connections):
+        sock = socket.create_connection((host, int(port)), timeout=answer_timeout)
+        sock.sendall(head)
+        socks.append(sock)
+    opened_s = time.monotonic() - started
+    answers: Counter = Counter()
+    for sock in socks:
+        try:
+            data = b""
+            while chunk := sock.recv(65536):
+                data += chunk
+            status = data.split(b" ", 2)[1].decode() if data.startswith(b"HTTP/1.1 ") else "no answer"
+            answers[status if data.rstrip().endswith(b"}") else f"{status} without a JSON body"] += 1
+        except OSError as e:
+            answers[type(e).__name__] += 1
+        finally:
+            sock.close()
+    answered_s = time.monotonic() - started
+    while True:
+        try:
+            client.health()
+            break
+        except Exception:  # refused while connections were still being closed
+            time.sleep(0.1)
+    healthy_s = time.monotonic() - started
+    settled = _threads(service.proc.pid)
+    stop.set()
+    service.stop()
+    return {
+        "connections": connections, "opened_in_s": round(opened_s, 1), "threads_before": baseline,
+        "threads_peak": peak["threads"], "threads_after": settled, "answers": dict(answers),
+        "all_answered_after_s": round(answered_s, 1), "health_ok_after_s": round(healthy_s, 1),
+        "errors": sum(n for status, n in answers.items() if status not in ("408", "503")),
+        "service_log_tracebacks": sum(log.read_text().count("Traceback") for log in service.logs),
+    }
+
+
+def _threads(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("Threads:"))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=100)
     parser.add_argument("--kill-after", type=int, default=5, help="jobs done before the SIGKILL")
     parser.add_argument("--cpu-workers", type=int, default=1)
+    parser.add_argument("--stalled", type=int, default=0, help="run the stalled-uploads test with N connections")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.stalled:
+        with tempfile.TemporaryDirectory(prefix="tlx-fault-") as tmp:
+            stats = stalled_uploads(Path(tmp) / "runs", args.stalled)
+        print(json.dumps(stats, indent=None if args.json else 2))
+        return 0 if stats["errors"] == 0 and stats["service_log_tracebacks"] == 0 else 1
     with tempfile.TemporaryDirectory(prefix="tlx-fault-") as tmp:
         stats = kill_and_recover(Path(tmp) / "runs", args.jobs, args.kill_after, args.cpu_workers)
     print(json.dumps(stats, indent=None if args.json else 2))

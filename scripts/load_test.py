@@ -1,7 +1,11 @@
-"""Bounded load test of the explorer: N concurrent browser sessions against `streamlit run app.py` on loopback.
+"""Bounded load tests on loopback: the explorer (default), the runner service or the SQL console.
 
     python scripts/load_test.py --store /tmp/qbench/s600k --sessions 20 --duration 120 [--json]
+    python scripts/load_test.py --target service --clients 20 --duration 120 [--json]
+    python scripts/load_test.py --target console --store STORE --clients 20 --duration 60 [--json]
 
+The service test is `scripts/load_service.py`, the console test `scripts/load_console.py` (see there). The
+explorer test:
 One headless Debian chromium, one browser context per session. Each session walks overview → problems → one
 problem → one row of it (problems and rows drawn from the store's index with a fixed seed), again and again until
 `--duration` seconds have passed, then stops. A page's time runs from navigation until its title is drawn and
@@ -106,13 +110,28 @@ async def load(base: str, store: Path, sessions: int, duration: float, timeout_m
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--store", type=Path, default=Path("/tmp/qbench/s600k"))
-    parser.add_argument("--sessions", type=int, default=20)
+    parser.add_argument("--target", choices=("explorer", "service", "console"), default="explorer")
     parser.add_argument("--duration", type=float, default=120.0, help="seconds of load (at most 600)")
-    parser.add_argument("--page-timeout", type=float, default=60.0, help="seconds before a page counts as failed")
-    parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true")
+    explorer = parser.add_argument_group("explorer")
+    explorer.add_argument("--store", type=Path, default=Path("/tmp/qbench/s600k"))
+    explorer.add_argument("--sessions", type=int, default=20)
+    explorer.add_argument("--page-timeout", type=float, default=60.0, help="seconds before a page counts as failed")
+    explorer.add_argument("--seed", type=int, default=1)
+    service = parser.add_argument_group("service and console")
+    service.add_argument("--clients", type=int, default=20)
+    service.add_argument("--bad-every", type=int, default=5, help="one hostile request every N rounds (0: none)")
+    service.add_argument("--programs", type=int, default=40, help="service: distinct tiny programs submitted")
+    service.add_argument("--request-timeout", type=float, default=30.0, help="service: seconds before a request fails")
     args = parser.parse_args()
+    if args.target != "explorer":
+        from scripts import load_console, load_service
+
+        target = load_service if args.target == "service" else load_console
+        stats = target.run(args)
+        stats.update(nproc=os.cpu_count(), ram_gib=_ram_gib())
+        print(json.dumps(stats, indent=None if args.json else 2))
+        return 0 if target.ok(stats) else 1
     store = args.store.resolve()
     if not (store / "meta.json").is_file():
         parser.error(f"{store} is not a store (no meta.json)")
@@ -120,9 +139,13 @@ def main() -> int:
     with streamlit_server(env) as base:
         stats = await_load(base, store, args)
     stats.update(store=str(store), rows=json.loads((store / "meta.json").read_text())["rows_indexed"],
-                 nproc=os.cpu_count(), ram_gib=round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30))
+                 nproc=os.cpu_count(), ram_gib=_ram_gib())
     print(json.dumps(stats, indent=None if args.json else 2))
     return 0 if stats["errors"] == 0 else 1
+
+
+def _ram_gib() -> int:
+    return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
 
 
 def await_load(base: str, store: Path, args: argparse.Namespace) -> dict:

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
-from queries import api
+from queries import api, console_pool
 from queries.filters import Filters
 from queries.store import SCHEMA_VERSION, Store
 from tests.fixtures import TEST, TRAIN
@@ -97,6 +104,10 @@ def test_console_reads(fixture_store):
     assert api.console(fixture_store, "EXPLAIN SELECT * FROM programs").num_rows >= 1
     assert api.console(fixture_store, "WITH t AS (SELECT 1 AS a) SELECT a FROM t -- done").to_pylist() == [{"a": 1}]
     assert api.console(fixture_store, "SELECT ';' AS s, 'read_csv(' AS t").num_rows == 1
+    pivot = "PIVOT programs ON split IN ('train', 'test') USING count(*) GROUP BY level ORDER BY level"
+    assert sum(r["train"] + r["test"] for r in api.console(fixture_store, pivot).to_pylist()) == len(TRAIN) + len(TEST)
+    wrapped = api.console(fixture_store, f"SELECT * FROM ({pivot})").to_pylist()
+    assert wrapped == api.console(fixture_store, pivot).to_pylist()
 
 
 @pytest.mark.parametrize("sql, reason", [
@@ -122,7 +133,8 @@ def test_console_reads(fixture_store):
     ("SELECT 1; DROP TABLE programs", "one statement at a time"),
     ("SELECT 1; SELECT 2", "one statement at a time"),
     ("SELEC 1", "cannot parse"),
-    ("PIVOT programs ON split USING count(*)", "wrap it"),
+    ("PIVOT programs ON split USING count(*)", "needs an IN list"),
+    ("SELECT * FROM (PIVOT programs ON split USING count(*))", "needs an IN list"),
     ("", "enter a SQL statement"),
     ("SELECT * FROM range(5000)", "more than 1000 rows"),
     ("SELECT count(*) FROM range(100000000000) t(i) WHERE i % 7 = 3", "time limit"),
@@ -132,6 +144,126 @@ def test_console_refusals(fixture_store, sql, reason):
         api.console(fixture_store, sql, timeout_s=0.3)
     assert api.console(fixture_store, "SELECT count(*) AS n FROM programs").to_pylist() == [
         {"n": len(TRAIN) + len(TEST)}]
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmRSS:"))
+
+
+def idle_worker_pids() -> list[int]:
+    return [w.proc.pid for w in console_pool._POOL._idle.values()]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT len(range(0, 300000000))",
+    "SELECT length(repeat('ab', 1000000000))",
+    "SELECT range(0, 2000000000)",
+    "SELECT len(list(i)) FROM range(300000000) t(i)",
+    "SELECT length(string_agg('abcdefgh', ',')) FROM range(300000000)",
+])
+def test_generators_are_stopped_by_the_worker_limits(fixture_store, sql):
+    """Issue 14 item 3: these ran 7-82 s at 4-15 GB in the explorer's own process despite the 5 s / 1.8 GiB limits."""
+    before, started = rss_bytes(), time.monotonic()
+    with pytest.raises(api.ConsoleError, match="more memory than the console allows|time limit"):
+        api.console(fixture_store, sql, timeout_s=5.0)
+    assert time.monotonic() - started < 5.0 + console_pool.KILL_GRACE_S + 30  # + a worker start on a busy machine
+    assert rss_bytes() - before < 200 * 2**20  # the explorer's process did not carry the statement
+    assert api.console(fixture_store, "SELECT count(*) AS n FROM programs").to_pylist() == [
+        {"n": len(TRAIN) + len(TEST)}]
+
+
+def test_a_worker_is_kept_when_a_refused_statement_left_nothing_mapped(fixture_store):
+    """A generator refused at its first allocation costs no worker restart; the worker answers the next one."""
+    console_pool._POOL.close()
+    api.console(fixture_store, "SELECT 1 AS one")
+    before = idle_worker_pids()
+    with pytest.raises(api.ConsoleError, match="more memory than the console allows"):
+        api.console(fixture_store, "SELECT len(range(0, 2000000000))")
+    assert api.console(fixture_store, "SELECT 2 AS two").to_pylist() == [{"two": 2}]
+    assert idle_worker_pids() == before
+
+
+def test_workers_have_an_address_space_limit(fixture_store):
+    api.console(fixture_store, "SELECT 1 AS one")
+    pids = idle_worker_pids()
+    assert pids and all(pid != os.getpid() for pid in pids)
+    for pid in pids:
+        with open(f"/proc/{pid}/limits") as fh:
+            line = next(x for x in fh if x.startswith("Max address space"))
+        soft = line.split()[3]
+        assert soft != "unlimited" and int(soft) < 16 * 2**30, line
+
+
+def test_a_statement_past_its_time_is_killed_from_outside(fixture_store, monkeypatch):
+    """Building one huge list does not check DuckDB's interrupt: the worker is SIGKILLed and replaced."""
+    monkeypatch.setattr(console_pool, "KILL_GRACE_S", 0.0)
+    api.console(fixture_store, "SELECT 1 AS one")  # a warm worker, so the limit is the statement's alone
+    old = set(idle_worker_pids())
+    started = time.monotonic()
+    with pytest.raises(api.ConsoleError, match=r"0\.2 s time limit \(its process was killed\)"):
+        api.console(fixture_store, "SELECT len(range(0, 100000000))", timeout_s=0.2)
+    assert time.monotonic() - started < 3.0
+    assert api.console(fixture_store, "SELECT 2 AS two").to_pylist() == [{"two": 2}]
+    assert any(not os.path.exists(f"/proc/{pid}") for pid in old)  # the worker that ran it is gone
+
+
+def test_a_dead_worker_is_replaced(fixture_store):
+    api.console(fixture_store, "SELECT 1 AS one")
+    for pid in idle_worker_pids():
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.2)
+    assert api.console(fixture_store, "SELECT 3 AS three").to_pylist() == [{"three": 3}]
+
+
+def test_a_worker_outlives_the_session_thread_that_started_it(fixture_store):
+    """Explorer sessions are threads that end after each run; their workers must stay usable."""
+    console_pool._POOL.close()
+    session = threading.Thread(target=api.console, args=(fixture_store, "SELECT 1 AS one"))
+    session.start()
+    session.join()
+    started_by_it = idle_worker_pids()
+    time.sleep(1.0)
+    assert started_by_it and all(os.path.exists(f"/proc/{pid}") for pid in started_by_it)
+    assert api.console(fixture_store, "SELECT 2 AS two").to_pylist() == [{"two": 2}]
+    assert set(idle_worker_pids()) == set(started_by_it)
+
+
+def test_workers_exit_with_their_parent(fixture_store, tmp_path):
+    script = ("import sys, time\nfrom queries import api, console_pool\n"
+              f"api.console({str(fixture_store)!r}, 'SELECT 1')\n"
+              "print(*[w.proc.pid for w in console_pool._POOL._idle.values()], flush=True)\ntime.sleep(60)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).resolve().parent.parent)
+    workers = [int(pid) for pid in parent.stdout.readline().split()]
+    assert workers
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 5
+    while any(os.path.exists(f"/proc/{pid}") for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [pid for pid in workers if os.path.exists(f"/proc/{pid}")], "a console worker outlived the explorer"
+
+
+def test_statements_run_side_by_side(fixture_store):
+    answers: list = []
+
+    def ask(i: int) -> None:
+        answers.append(api.console(fixture_store, f"SELECT {i} AS i, count(*) AS n FROM programs").to_pylist())
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(a[0]["i"] for a in answers) == [0, 1, 2, 3]
+    assert {a[0]["n"] for a in answers} == {len(TRAIN) + len(TEST)}
+    assert len(idle_worker_pids()) <= console_pool.MAX_IDLE
+
+
+def test_console_on_a_missing_store(tmp_path):
+    with pytest.raises(api.StoreError, match="no store here"):
+        api.console(tmp_path / "missing", "SELECT 1")
 
 
 def test_bad_stores_raise_store_error(tmp_path):

@@ -63,6 +63,26 @@ def test_hostile_sql_console_and_search(text, env, ui_store):  # noqa: F811
     assert after.dataframe[0].value["n"].iloc[0] == 36  # nothing was dropped
 
 
+def test_read_only_sql_link_waits_for_a_click(env, ui_store):  # noqa: F811
+    """Issue 14 item 3: a shared `?sql=` link must not run on load in a hosted (read-only) explorer."""
+    env(ui_store, TLX_READ_ONLY="1")
+    statement = "SELECT count(*) AS n FROM programs"
+    at = open_page("sql", sql=statement)
+    no_exception(at)
+    assert at.text_area(key="sql_text").value == statement
+    assert not at.dataframe and not at.error
+    assert "press Run" in at.info[0].value
+    at.button(key="sql_run").click().run()
+    no_exception(at)
+    assert at.dataframe[0].value["n"].iloc[0] == 36
+    at.run()  # a rerun of the page keeps the clicked statement's result
+    assert at.dataframe[0].value["n"].iloc[0] == 36
+    refused = open_page("sql", sql="SELECT len(range(0, 300000000))")
+    assert not refused.error and not refused.dataframe  # not run until clicked
+    refused.button(key="sql_run").click().run()
+    assert "more memory than the console allows" in refused.error[0].value
+
+
 def test_store_rebuilt_under_an_open_session(env, tmp_path):  # noqa: F811
     store = build_store(tmp_path / "first")
     env(store)

@@ -34,8 +34,9 @@ SLOW = GOOD.replace("def get_inputs():", "def get_inputs():\n    import time; ti
 class Service:
     """`python -m runner serve --port 0` in a subprocess; the port is read from its startup line."""
 
-    def __init__(self, runs_dir: Path, store: Path | None, token: str | None = TOKEN, host: str = "127.0.0.1"):
-        self.runs_dir, self.store, self.token, self.host = runs_dir, store, token, host
+    def __init__(self, runs_dir: Path, store: Path | None, token: str | None = TOKEN, host: str = "127.0.0.1",
+                 args: tuple[str, ...] = ()):
+        self.runs_dir, self.store, self.token, self.host, self.args = runs_dir, store, token, host, args
         self.proc: subprocess.Popen | None = None
         self.url = ""
 
@@ -48,6 +49,7 @@ class Service:
                "--runs-dir", str(self.runs_dir), "--grace", "2"]
         if self.store:
             cmd += ["--store", str(self.store)]
+        cmd += self.args
         self.log = self.runs_dir / f"service-{time.monotonic_ns()}.log"
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log, "w") as err:
