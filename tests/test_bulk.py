@@ -18,7 +18,7 @@ import pytest
 
 from runner.bulk import add_arguments, done_counts, select_rows
 from runner.results_log import ResultsLog, read_results
-from runner.run_keys import options_key, run_settings
+from runner.run_keys import RunSpec
 from tests.fixtures import program
 
 REPO = Path(__file__).resolve().parent.parent
@@ -83,17 +83,18 @@ def test_selection_filters(fixture_store, tmp_path):
 
 
 def test_resume_key_needs_same_settings_and_hardware(tmp_path):
-    settings = run_settings("cpu", 60, 1)
+    spec = RunSpec("cpu", 60, 1)
     log = ResultsLog(tmp_path, "t")
     log.append({"row_id": "train/000001", "program_sha256": "aa", "device": "cpu-interpreter",
-                "method": {"options_key": options_key(settings)}})
+                "method": {"options_key": spec.key()}})
     log.append({"row_id": "train/000002", "program_sha256": "bb", "device": "cuda", "system": {"gpu": "H200"},
-                "method": {"options_key": options_key(settings)}})
+                "method": {"options_key": spec.key()}})
     log.append({"row_id": "train/000003", "program_sha256": "cc", "device": "cpu-interpreter", "method": {}})
-    counts = done_counts(tmp_path, options_key(settings), "cpu-interpreter")
+    counts = done_counts(tmp_path, spec.key(), "cpu-interpreter")
     assert counts == Counter({("train/000001", "aa"): 1})
-    assert done_counts(tmp_path, options_key(run_settings("cpu", 60, 2)), "cpu-interpreter") == Counter()
-    assert done_counts(tmp_path, options_key(settings), "H200") == Counter({("train/000002", "bb"): 1})
+    assert done_counts(tmp_path, RunSpec("cpu", 60, 2).key(), "cpu-interpreter") == Counter()
+    assert done_counts(tmp_path, RunSpec("cpu", 60, 1, profile="kernelbench-strict").key(), "cpu-interpreter") == Counter()
+    assert done_counts(tmp_path, spec.key(), "H200") == Counter({("train/000002", "bb"): 1})
 
 
 def test_local_bulk_records_crashes_and_resumes(tmp_path):
