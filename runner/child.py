@@ -239,6 +239,11 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phas
         torch.set_num_threads(cuda_cpu_threads())
     import triton  # noqa: F401 - imported after TRITON_INTERPRET is settled
 
+    if device == "cuda" and gate is not NO_GATE:
+        from runner.gate import pause_while_compiling
+
+        pause_while_compiling()
+
     if device == "cpu":
         from runner import interpreter_compat
 

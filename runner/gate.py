@@ -131,15 +131,32 @@ class ChildGate:
         if self._send is None or self._control is None or self._held is not None:
             yield
             return
-        self._send({"event": "gate", "mode": mode})
-        if self._control.readline().strip() != b"go":
-            raise RuntimeError("the runner closed this job's GPU gate")
+        self._ask(mode)
         self._held = mode
         try:
             yield
         finally:
             self._held = None
             self._send({"event": "gate", "mode": RELEASE})
+
+    def _ask(self, mode: str) -> None:
+        self._send({"event": "gate", "mode": mode})
+        if self._control.readline().strip() != b"go":
+            raise RuntimeError("the runner closed this job's GPU gate")
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Give a held shared gate back for CPU-only work (Triton compiling a kernel), and take it again after."""
+        if self._held != SHARED:
+            yield
+            return
+        self._send({"event": "gate", "mode": RELEASE})
+        self._held = None
+        try:
+            yield
+        finally:
+            self._ask(SHARED)
+            self._held = SHARED
 
     def shared(self) -> contextlib.AbstractContextManager[None]:
         return self._hold(SHARED)
@@ -160,3 +177,28 @@ def install(gate: ChildGate) -> None:
 
 def current() -> ChildGate:
     return _current
+
+
+def pause_while_compiling() -> None:
+    """Wrap Triton's compiler entry points so that compiling a kernel (CPU work, seconds for a big or autotuned
+    one) runs outside the shared gate and never holds back another job's timing stage. Call in the child after
+    importing triton, before the program is loaded; names a Triton version lacks are left alone."""
+    import importlib
+
+    for module_name in ("triton.compiler", "triton.compiler.compiler", "triton.runtime.jit"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        real = getattr(module, "compile", None)
+        if callable(real) and not getattr(real, "_tlx_paused", False):
+            module.compile = _paused(real)
+
+
+def _paused(real: Callable[..., Any]) -> Callable[..., Any]:
+    def compile(*args: Any, **kwargs: Any) -> Any:
+        with current().paused():
+            return real(*args, **kwargs)
+
+    compile._tlx_paused = True  # type: ignore[attr-defined]
+    return compile

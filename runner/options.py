@@ -21,12 +21,14 @@ INPUTS_DEVICES = ("device", "cpu")  # where get_inputs()/get_init_inputs() make 
 @dataclass(frozen=True)
 class TimingOptions:
     """Adaptive CUDA-event timing: stop after min_trials once the relative standard error of the median is
-    below target_rel_err, or when time_budget_s is spent, or at max_trials."""
+    below target_rel_err, or when time_budget_s is spent, or at max_trials. A slow call (tens of ms) may stop
+    before min_trials: once min_time_s was spent in timed trials, 20 trials with a tight median are enough."""
 
     warmup: int = 5  # untimed calls after the correctness trials (autotuning and lazy init happened there)
     min_trials: int = 100
     max_trials: int = 1000
     time_budget_s: float = 10.0  # per timed model (ModelNew and Model each)
+    min_time_s: float = 1.0
     target_rel_err: float = 0.01
     l2_flush: bool = True
     l2_flush_bytes: int = 256 * MIB

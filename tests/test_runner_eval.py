@@ -509,3 +509,27 @@ def test_timing_summary():
     assert Timing.from_dict(t.to_dict()) == t
     assert rel_err_of_median([1.0] * 50) == 0.0
     assert rel_err_of_median([1.0, 2.0] * 50) < rel_err_of_median([1.0, 2.0] * 5)
+
+
+def test_slow_calls_stop_after_min_time(monkeypatch):
+    """A 50 ms call with a tight spread stops after ~1 s of timed trials (20+), not at min_trials; a fast one
+    still takes min_trials; a noisy slow one goes on until its spread is tight or the budget is spent."""
+    from runner import timing
+    from runner.options import TimingOptions
+
+    clock = [0.0]
+    monkeypatch.setattr(timing, "_perf_counter", lambda: clock[0])
+
+    def batch_of(ms: float, noise: float = 0.0):
+        def batch(k: int) -> list[float]:
+            clock[0] += k * ms / 1000
+            return [ms * (1 + noise * ((i % 2) * 2 - 1)) for i in range(k)]
+        return batch
+
+    opts = TimingOptions()
+    slow, flags = timing._adaptive(batch_of(50.0, 0.001), opts)
+    assert 20 <= len(slow) < opts.min_trials and "timing_min_time_stop" in flags
+    fast, flags = timing._adaptive(batch_of(0.1, 0.001), opts)
+    assert len(fast) == opts.min_trials and not flags
+    noisy, flags = timing._adaptive(batch_of(50.0, 0.3), opts)
+    assert len(noisy) >= opts.min_trials or "timing_budget_spent" in flags

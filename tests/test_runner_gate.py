@@ -215,3 +215,26 @@ def test_gate_wait_does_not_count_against_the_timeout(tmp_path):
     assert r.status == "ok", r.message
     assert r.duration_s > short.timeout_s and gate.report()["timing_stages"] == 2
     assert not list(Path(tmp_path).iterdir())
+
+
+def test_compiling_gives_the_shared_gate_back():
+    """Inside a shared hold, Triton's compile (wrapped by pause_while_compiling) releases the gate and takes it
+    again afterwards; an exclusive hold (timing) is kept; outside a hold nothing is asked."""
+    import io
+
+    from runner import gate as gate_module
+
+    sent: list[str] = []
+    child = gate_module.ChildGate(lambda event: sent.append(event["mode"]), io.BytesIO(b"go\n" * 10))
+    compiled = gate_module._paused(lambda: "kernel")
+    saved = gate_module.current()
+    gate_module.install(child)
+    try:
+        assert compiled() == "kernel" and sent == []
+        with child.shared():
+            assert compiled() == "kernel"
+        with child.exclusive():
+            compiled()
+    finally:
+        gate_module.install(saved)
+    assert sent == [SHARED, "release", SHARED, "release", EXCLUSIVE, "release"]
