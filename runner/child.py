@@ -154,6 +154,17 @@ def cuda_cpu_threads() -> int:
     return RunnerConfig.from_env().child_cpu_threads()
 
 
+def _synchronize() -> None:
+    """Wait for this process's queued GPU work; a broken context (a CUDA error) has none left to wait for."""
+    try:
+        import torch
+
+        if torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+    except Exception:
+        pass
+
+
 def resolve_device(requested: str) -> str:
     import torch
 
@@ -187,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, TypeError, OSError) as exc:
         print(f"runner.child: bad job spec: {exc}", file=sys.stderr)
         return ExitCode.USAGE
-    gate = ChildGate(channel.send, control) if spec.get("gate") else NO_GATE
+    gate = ChildGate(channel.send, control, drain=_synchronize) if spec.get("gate") else NO_GATE
     install(gate)
     if spec.get("triton_cache_dir"):
         os.environ["TRITON_CACHE_DIR"] = str(spec["triton_cache_dir"])  # read lazily by triton at compile time

@@ -91,7 +91,7 @@ class Evaluation:
         spec = importlib.util.spec_from_file_location(MODULE_NAME, self.path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[MODULE_NAME] = module
-        self.guarded("load", "importing the program", lambda: spec.loader.exec_module(module), gpu=False)
+        self.guarded("load", "importing the program", lambda: spec.loader.exec_module(module))  # may use the GPU
         missing = [name for name in REQUIRED if not callable(getattr(module, name, None))]
         if missing:
             raise self.fail(ErrorType.MISSING_SYMBOL, f"program does not define {', '.join(missing)}")

@@ -122,9 +122,19 @@ class ChildGate:
     """The child's end of its job's gate (see the module docstring). Re-entrant: a step inside a held gate does
     not ask again."""
 
-    def __init__(self, send: Callable[[dict[str, Any]], None] | None, control: BinaryIO | None) -> None:
+    def __init__(self, send: Callable[[dict[str, Any]], None] | None, control: BinaryIO | None,
+                 drain: Callable[[], None] = lambda: None) -> None:
         self._send, self._control = send, control
+        self._drain = drain  # waits for the job's queued GPU work (torch.cuda.synchronize) before a release
         self._held: str | None = None
+
+    def _release(self) -> None:
+        """Give the gate back once the GPU has finished what this job queued under it (kernels run
+        asynchronously: without the wait they would run beside the next holder's timing)."""
+        try:
+            self._drain()
+        finally:
+            self._send({"event": "gate", "mode": RELEASE})
 
     @contextlib.contextmanager
     def _hold(self, mode: str) -> Iterator[None]:
@@ -137,7 +147,7 @@ class ChildGate:
             yield
         finally:
             self._held = None
-            self._send({"event": "gate", "mode": RELEASE})
+            self._release()
 
     def _ask(self, mode: str) -> None:
         self._send({"event": "gate", "mode": mode})
@@ -150,7 +160,7 @@ class ChildGate:
         if self._held != SHARED:
             yield
             return
-        self._send({"event": "gate", "mode": RELEASE})
+        self._release()
         self._held = None
         try:
             yield

@@ -4,10 +4,11 @@
 #   python scripts/bench_runner.py export --corpus ../shared/data/realworld --rows 300 --seed 1 --out var/gpu/sel300.jsonl
 #   python scripts/bench_runner.py export --corpus data/sample --rows 1000 --out var/gpu/sample.jsonl
 #   var/gpu/ok.jsonl (correct rows of an earlier pass) and var/gpu/alone24.jsonl (16 of them + 8 failing rows)
-# then on the device: scripts/gpu_session.sh 1|2 (results and summaries land in $OUT).
+# then on the device: scripts/gpu_session.sh 1|2|3 (results and summaries land in $OUT).
 #   1: environment, GPU tests, the 300 rows with 4 jobs per GPU
 #   2: 24 rows one at a time (verdicts as with overlap?), the correct rows again with 4 jobs per GPU (run-to-run
 #      timing), a warm service's re-run latency, the embedded sample under the default profile (its labels)
+#   3: GPU tests and the correct rows again after the drain-before-release fix, the sample rows 2 had no time for
 set -u
 export PYTHONUNBUFFERED=1
 OUTD=${OUT:-/tmp/tlx-out}; mkdir -p "$OUTD"
@@ -38,6 +39,16 @@ case "${1:-}" in
   timeout -s INT 170 "${BENCH[@]}" run --programs var/gpu/sample.jsonl --jobs-per-gpu 4 --timeout 10 --budget-s 150 --out /tmp/b5 2>&1 | tail -3 | tee -a "$LOG"
   keep /tmp/b5 sample
   ;;
-*) echo "usage: $0 1|2" >&2; exit 2 ;;
+3)
+  step "GPU tests"
+  timeout 60 python3 -m pytest -q -m gpu tests/test_runner_gpu.py -p no:cacheprovider 2>&1 | tail -5 | tee -a "$LOG"
+  step "correct rows again, 4 jobs per GPU (the GPU drained before each gate release)"
+  timeout -s INT 135 "${BENCH[@]}" run --programs var/gpu/ok.jsonl --jobs-per-gpu 4 --budget-s 105 --out /tmp/b6 2>&1 | tail -3 | tee -a "$LOG"
+  keep /tmp/b6 overlap_drained
+  step "sample rows part 2 was short of"
+  timeout -s INT 100 "${BENCH[@]}" run --programs var/gpu/sample_rest.jsonl --jobs-per-gpu 4 --timeout 10 --budget-s 75 --out /tmp/b7 2>&1 | tail -3 | tee -a "$LOG"
+  keep /tmp/b7 sample_rest
+  ;;
+*) echo "usage: $0 1|2|3" >&2; exit 2 ;;
 esac
 step "end"

@@ -218,14 +218,16 @@ def test_gate_wait_does_not_count_against_the_timeout(tmp_path):
 
 
 def test_compiling_gives_the_shared_gate_back():
-    """Inside a shared hold, Triton's compile (wrapped by pause_while_compiling) releases the gate and takes it
+    """Inside a shared hold, Triton's compile (wrapped by pause_while_compiling) releases the gate (after the GPU
+    drained the job's queued work) and takes it
     again afterwards; an exclusive hold (timing) is kept; outside a hold nothing is asked."""
     import io
 
     from runner import gate as gate_module
 
     sent: list[str] = []
-    child = gate_module.ChildGate(lambda event: sent.append(event["mode"]), io.BytesIO(b"go\n" * 10))
+    child = gate_module.ChildGate(lambda event: sent.append(event["mode"]), io.BytesIO(b"go\n" * 10),
+                                  drain=lambda: sent.append("drain"))
     compiled = gate_module._paused(lambda: "kernel")
     saved = gate_module.current()
     gate_module.install(child)
@@ -237,4 +239,5 @@ def test_compiling_gives_the_shared_gate_back():
             compiled()
     finally:
         gate_module.install(saved)
-    assert sent == [SHARED, "release", SHARED, "release", EXCLUSIVE, "release"]
+    # each release waits for the job's queued GPU work first
+    assert sent == [SHARED, "drain", "release", SHARED, "drain", "release", EXCLUSIVE, "drain", "release"]
