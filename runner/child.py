@@ -251,9 +251,9 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phas
     import triton  # noqa: F401 - imported after TRITON_INTERPRET is settled
 
     if device == "cuda" and gate is not NO_GATE:
-        from runner.gate import pause_while_compiling
+        from runner.gate import install_triton_hooks
 
-        pause_while_compiling()
+        install_triton_hooks()
 
     if device == "cpu":
         from runner import interpreter_compat

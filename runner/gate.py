@@ -156,8 +156,9 @@ class ChildGate:
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
-        """Give a held shared gate back for CPU-only work (Triton compiling a kernel), and take it again after."""
-        if self._held != SHARED:
+        """Give a held gate back for CPU-only work (Triton compiling a kernel), and take it again after."""
+        held = self._held
+        if held is None:
             yield
             return
         self._release()
@@ -165,8 +166,28 @@ class ChildGate:
         try:
             yield
         finally:
-            self._ask(SHARED)
-            self._held = SHARED
+            self._ask(held)
+            self._held = held
+
+    @contextlib.contextmanager
+    def alone(self) -> Iterator[None]:
+        """Hold the exclusive gate for a benchmark inside a shared step (Triton's autotuner picking a config):
+        a config benchmarked beside other jobs' GPU work can win by chance, and the job's timing then moves
+        from run to run. The shared hold is given back first and taken again after."""
+        held = self._held
+        if self._send is None or held == EXCLUSIVE:
+            yield
+            return
+        if held is not None:
+            self._release()
+            self._held = None
+        try:
+            with self._hold(EXCLUSIVE):
+                yield
+        finally:
+            if held is not None:
+                self._ask(held)
+                self._held = held
 
     def shared(self) -> contextlib.AbstractContextManager[None]:
         return self._hold(SHARED)
@@ -189,10 +210,11 @@ def current() -> ChildGate:
     return _current
 
 
-def pause_while_compiling() -> None:
+def install_triton_hooks() -> None:
     """Wrap Triton's compiler entry points so that compiling a kernel (CPU work, seconds for a big or autotuned
-    one) runs outside the shared gate and never holds back another job's timing stage. Call in the child after
-    importing triton, before the program is loaded; names a Triton version lacks are left alone."""
+    one) runs outside the gate and never holds back another job's timing stage, and the autotuner's benchmark of
+    each config so that it runs with the GPU alone (`ChildGate.alone`). Call in the child after importing triton,
+    before the program is loaded; names a Triton version lacks are left alone."""
     import importlib
 
     for module_name in ("triton.compiler", "triton.compiler.compiler", "triton.runtime.jit"):
@@ -201,14 +223,21 @@ def pause_while_compiling() -> None:
         except ImportError:
             continue
         real = getattr(module, "compile", None)
-        if callable(real) and not getattr(real, "_tlx_paused", False):
-            module.compile = _paused(real)
+        if callable(real) and not getattr(real, "_tlx_wrapped", False):
+            module.compile = _wrapped(real, lambda: current().paused())
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:
+        return
+    bench = getattr(Autotuner, "_bench", None)
+    if callable(bench) and not getattr(bench, "_tlx_wrapped", False):
+        Autotuner._bench = _wrapped(bench, lambda: current().alone())
 
 
-def _paused(real: Callable[..., Any]) -> Callable[..., Any]:
-    def compile(*args: Any, **kwargs: Any) -> Any:
-        with current().paused():
+def _wrapped(real: Callable[..., Any], hold: Callable[[], contextlib.AbstractContextManager[None]]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with hold():
             return real(*args, **kwargs)
 
-    compile._tlx_paused = True  # type: ignore[attr-defined]
-    return compile
+    call._tlx_wrapped = True  # type: ignore[attr-defined]
+    return call

@@ -217,27 +217,56 @@ def test_gate_wait_does_not_count_against_the_timeout(tmp_path):
     assert not list(Path(tmp_path).iterdir())
 
 
-def test_compiling_gives_the_shared_gate_back():
-    """Inside a shared hold, Triton's compile (wrapped by pause_while_compiling) releases the gate (after the GPU
-    drained the job's queued work) and takes it
-    again afterwards; an exclusive hold (timing) is kept; outside a hold nothing is asked."""
+def test_compiling_gives_the_gate_back_and_autotuning_runs_alone():
+    """Triton's compile (wrapped by install_triton_hooks) gives a held gate back (after the GPU drained the job's
+    queued work) and takes it again after; an autotuner benchmark inside a shared step trades the shared hold
+    for the exclusive one; outside a hold compiling asks nothing."""
     import io
 
     from runner import gate as gate_module
 
     sent: list[str] = []
-    child = gate_module.ChildGate(lambda event: sent.append(event["mode"]), io.BytesIO(b"go\n" * 10),
+    child = gate_module.ChildGate(lambda event: sent.append(event["mode"]), io.BytesIO(b"go\n" * 20),
                                   drain=lambda: sent.append("drain"))
-    compiled = gate_module._paused(lambda: "kernel")
+    compiled = gate_module._wrapped(lambda: "kernel", lambda: gate_module.current().paused())
+    benchmarked = gate_module._wrapped(lambda: "timings", lambda: gate_module.current().alone())
     saved = gate_module.current()
     gate_module.install(child)
     try:
         assert compiled() == "kernel" and sent == []
         with child.shared():
             assert compiled() == "kernel"
+        assert sent == [SHARED, "drain", "release", SHARED, "drain", "release"]
+        sent.clear()
+        with child.shared():
+            assert benchmarked() == "timings"
+        assert sent == [SHARED, "drain", "release", EXCLUSIVE, "drain", "release", SHARED, "drain", "release"]
+        sent.clear()
         with child.exclusive():
-            compiled()
+            benchmarked()  # already alone: nothing asked
+        assert sent == [EXCLUSIVE, "drain", "release"]
     finally:
         gate_module.install(saved)
-    # each release waits for the job's queued GPU work first
-    assert sent == [SHARED, "drain", "release", SHARED, "drain", "release", EXCLUSIVE, "drain", "release"]
+
+
+def test_triton_hooks_wrap_compile_and_autotuner():
+    import importlib
+
+    from triton.runtime.autotuner import Autotuner
+
+    from runner import gate as gate_module
+
+    modules = [importlib.import_module(m) for m in ("triton.compiler", "triton.compiler.compiler", "triton.runtime.jit")]
+    saved = [(m, m.__dict__.get("compile")) for m in modules], Autotuner._bench
+    try:
+        gate_module.install_triton_hooks()
+        once = modules[0].compile
+        gate_module.install_triton_hooks()  # a second call wraps nothing twice
+        assert modules[0].compile is once and once._tlx_wrapped and Autotuner._bench._tlx_wrapped
+    finally:
+        for module, real in saved[0]:
+            if real is None:
+                module.__dict__.pop("compile", None)
+            else:
+                module.compile = real
+        Autotuner._bench = saved[1]
