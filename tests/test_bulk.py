@@ -164,4 +164,4 @@ def test_ray_backend_on_a_local_instance(tmp_path):
     assert results["train/000000"][0]["status"] == "ok"
     crashed = results["train/000001"][0]
     assert crashed["error_type"] == "crashed" and "ray task failed" in crashed["message"]
-    assert "2 run(s) done" in done.stdout and "on ray (cpu-interpreter)" in done.stderr
+    assert "2 run(s) done" in done.stdout and "on ray (cpu-interpreter, 2 at a time)" in done.stderr
