@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.config import RunnerConfig
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DIR = REPO_ROOT / "data" / "sample"
 
@@ -36,14 +38,15 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     cache_dir = Path(env.get("TLX_CACHE_DIR") or Path.home() / ".cache" / "tlx").expanduser()
     store_var = env.get("TLX_STORE", "").strip()
+    runner = RunnerConfig.from_env(env)  # the TLX_RUNNER_* variables have one owner
     return Settings(
         store=Path(store_var).expanduser() if store_var else cache_dir / "sample-store",
         store_is_sample=not store_var,
         cache_dir=cache_dir,
         runs_dir=Path(env.get("TLX_RUNS_DIR") or cache_dir / "runs").expanduser(),
         read_only=_flag(env, "TLX_READ_ONLY"),
-        runner_url=env.get("TLX_RUNNER_URL", "http://127.0.0.1:8765").rstrip("/"),
-        runner_token=env.get("TLX_RUNNER_TOKEN") or None,
+        runner_url=runner.url,
+        runner_token=runner.token,
         label_unit=env.get("TLX_LABEL_UNIT", "ms"),
         duckdb_threads=int(env.get("TLX_DUCKDB_THREADS", "2")),
         duckdb_memory=env.get("TLX_DUCKDB_MEMORY", "2GB"),

@@ -6,11 +6,13 @@ import argparse
 import hashlib
 import importlib
 import json
+import os
 import sys
 from pathlib import Path
 
 from runner.options import DEVICES, EvalOptions
 from runner.result import RunResult
+from runner.spec_args import add_spec_arguments, spec_fields
 
 # subcommand -> module exposing add_arguments(parser) and main(args) -> int, imported only when used
 LAZY = {"serve": "runner.service", "submit": "runner.client", "bulk": "runner.bulk"}
@@ -24,7 +26,12 @@ def summary(result: RunResult) -> str:
         lines.append(f"  {result.message}")
     lines.append(f"  correct trials {result.correct_trials}/{result.trials}"
                  + (f", max abs diff {result.max_abs_diff:.3g}" if result.max_abs_diff is not None else "")
-                 + (f", max rel diff {result.max_rel_diff:.3g}" if result.max_rel_diff is not None else ""))
+                 + (f", max rel diff {result.max_rel_diff:.3g}" if result.max_rel_diff is not None else "")
+                 + (f"; passes atol = rtol = {result.tolerance_passed:g}" if result.tolerance_passed else ""))
+    method = result.method
+    if method.get("profile"):
+        lines.append(f"  profile {method['profile']} (atol {method.get('atol'):g}, rtol {method.get('rtol'):g}, "
+                     f"TF32 {'allowed' if method.get('tf32') else 'off'}, inputs on {method.get('inputs_device')})")
     if result.timing and result.ref_timing:
         lines.append(f"  ModelNew {result.timing.median_ms:.4g} ms, Model {result.ref_timing.median_ms:.4g} ms, "
                      f"speedup {result.speedup:.3g}x")
@@ -39,9 +46,7 @@ def summary(result: RunResult) -> str:
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("program", type=Path, help="a Python file holding Model, ModelNew, get_inputs, get_init_inputs")
     parser.add_argument("--device", choices=DEVICES, default="auto")
-    parser.add_argument("--timeout", type=float, default=EvalOptions.timeout_s, help="seconds (default %(default)s)")
-    parser.add_argument("--trials", type=int, default=EvalOptions.trials, help="correctness trials")
-    parser.add_argument("--legacy-tolerance", action="store_true", help="1e-2 for every dtype")
+    add_spec_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the run result as JSON")
 
 
@@ -51,8 +56,12 @@ def eval_main(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         print(f"error: cannot read {args.program}: {exc}", file=sys.stderr)
         return 2
-    options = EvalOptions(device=args.device, timeout_s=args.timeout, trials=args.trials,
-                          legacy_tolerance=args.legacy_tolerance, prewarm=False)  # one job: no spare for a next
+    given = {k: v for k, v in spec_fields(args).items() if v is not None}
+    try:
+        options = EvalOptions(device=args.device, prewarm=False, **given)  # one job: no spare for a next
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     from runner.sandbox import evaluate_in_sandbox
 
     result_id = "sha256:" + hashlib.sha256(program.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
@@ -77,5 +86,20 @@ def main(argv: list[str] | None = None) -> int:
     return int(importlib.import_module(LAZY[args.command]).main(args))
 
 
+def exit_now(code: int) -> None:
+    """End the command without the interpreter's teardown of pyarrow, duckdb and friends (seconds on a loaded
+    host, which a Ctrl-C'd bulk run would spend after its summary): everything it wrote is closed and fsync'd
+    by then; streams are flushed and pre-warmed sandbox children killed here."""
+    from runner.launch import close_spares
+
+    close_spares()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

@@ -4,8 +4,11 @@ Rows are chosen from the store's `index.parquet` (`--problem`, `--split`, `--sta
 `--sample`, `--limit`); each task is the same sandboxed evaluation as a single re-run, and every result is
 appended to the same results log (`RUNS_DIR/results/bulk-<host>-<pid>.jsonl`) that the explorer reads.
 
+Locally, `--jobs-per-gpu` jobs share each GPU through their CPU-bound stages and are timed one at a time
+(`runner.gate`).
+
 Resumable: a row is skipped when the log already holds `--repeats` results for the same row id, program hash,
-run settings (`run_keys.options_key`) and hardware (GPU name, or `cpu-interpreter`), unless `--force`. Results are
+run settings (`run_keys.RunSpec.key`, profile included) and hardware (GPU name, or `cpu-interpreter`), unless `--force`. Results are
 fsync'd as they arrive, so Ctrl-C loses at most the tasks in flight. Progress (rate, ETA) goes to stderr, the
 summary to stdout.
 """
@@ -19,13 +22,14 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from runner.bulk_backends import LocalBackend, RayBackend, Task
 from runner.jobs import program_sha256
+from runner.result import RunResult
 from runner.results_log import ResultsLog, default_writer, read_results
 from runner.rows import StoreUnavailable, iter_programs, open_store, resolve_store
-from runner.run_keys import options_key, result_key, run_settings, stamp
+from runner.run_keys import result_key
+from runner.spec_args import add_spec_arguments, spec_from_args
 
 _INDEX_COLUMNS = ["id", "split", "problem_key", "problem_id", "ok", "static_error", "code_shard", "code_rg"]
 
@@ -107,9 +111,9 @@ class Progress:
     def skip(self, n: int = 1) -> None:
         self.skipped += n
 
-    def record(self, result: dict[str, Any]) -> None:
+    def record(self, result: RunResult) -> None:
         self.done += 1
-        self.by_outcome[result.get("error_type") or result.get("status") or "?"] += 1
+        self.by_outcome[result.error_type or result.status or "?"] += 1
         self.show()
 
     def rate(self) -> float:
@@ -173,17 +177,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=int, default=1, help="runs per row (resume counts them)")
     parser.add_argument("--force", action="store_true", help="run rows even if already done")
     parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
-    parser.add_argument("--timeout", type=float, default=None, help="per-run timeout in seconds")
-    parser.add_argument("--trials", type=int, default=None, help="correctness trials per run")
+    add_spec_arguments(parser)
     parser.add_argument("--workers", type=int, default=1, help="local CPU interpreter workers (no GPU)")
+    parser.add_argument("--jobs-per-gpu", type=int, default=None,
+                        help="local jobs sharing each GPU, timed one at a time (default TLX_RUNNER_JOBS_PER_GPU or 4)")
     parser.add_argument("--ray-cpus", type=int, default=None, help="CPUs of a local Ray instance")
 
 
 def _backend(args: argparse.Namespace, triton_cache_dir: str):
+    from runner.config import RunnerConfig
     from runner.workers import detect_gpus, make_slots
 
     if args.backend == "local":
-        return LocalBackend(make_slots(args.device, args.workers, triton_cache_dir=triton_cache_dir))
+        lanes = args.jobs_per_gpu or RunnerConfig.from_env().jobs_per_gpu
+        return LocalBackend(make_slots(args.device, args.workers, triton_cache_dir=triton_cache_dir,
+                                       jobs_per_gpu=lanes))
     if args.device == "auto":
         args.device = "cuda" if (args.address or detect_gpus()) else "cpu"
     return RayBackend(args.device, args.address, args.ray_cpus, triton_cache_dir)
@@ -207,21 +215,26 @@ def main(args: argparse.Namespace) -> int:
     except (RuntimeError, ValueError) as e:
         print(f"bulk: {e}", file=sys.stderr)
         return 1
-    settings = run_settings(backend.device, args.timeout, args.trials)
+    try:
+        spec = spec_from_args(args, backend.device)
+    except ValueError as e:
+        backend.close()
+        print(f"bulk: {e}", file=sys.stderr)
+        return 2
     hardware = backend.hardware()
-    counts = Counter() if args.force else done_counts(runs_dir, options_key(settings), hardware)
+    counts = Counter() if args.force else done_counts(runs_dir, spec.key(), hardware)
     log = ResultsLog(runs_dir, default_writer("bulk"))
     progress = Progress(len(rows) * args.repeats)
-    print(f"[bulk] {len(rows)} row(s) x {args.repeats} on {backend.name} ({hardware}); results -> {log.path}",
-          file=sys.stderr, flush=True)
+    print(f"[bulk] {len(rows)} row(s) x {args.repeats} on {backend.name} ({hardware}, {backend.capacity} at a time), "
+          f"profile {spec.profile}; results -> {log.path}", file=sys.stderr, flush=True)
 
-    def on_result(task: Task, result: dict[str, Any]) -> None:
-        log.append(stamp(result, settings))
+    def on_result(task: Task, result: RunResult) -> None:
+        log.append(result.stamped(spec.key()))
         progress.record(result)
 
     interrupted = False
     try:
-        backend.run(plan_tasks(store, rows, counts, args.repeats, args.force, progress), settings, on_result)
+        backend.run(plan_tasks(store, rows, counts, args.repeats, args.force, progress), spec, on_result)
     except KeyboardInterrupt:
         interrupted = True
     except StoreUnavailable as e:

@@ -4,6 +4,8 @@ as a single re-run and hand each result to the driver's `on_result` callback.
 
 A task whose evaluation raises, or whose Ray worker dies, is reported as a `crashed` result and the run goes on.
 Ctrl-C (KeyboardInterrupt in the driver) kills the sandboxes in flight; their results are lost, nothing else is.
+Locally the slots of one GPU (`--jobs-per-gpu`) share it through its gate (`runner.gate`); a Ray task has its
+GPU to itself.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runner.cancellable import evaluate_cancellable
+from runner.cancellable import evaluate_on_slot
+from runner.result import RunResult
+from runner.run_keys import RunSpec
 from runner.workers import Slot
 
 
@@ -28,18 +31,12 @@ class Task:
     program_sha256: str
     repeat: int
 
+    def crashed(self, spec: RunSpec, message: str, duration_s: float) -> RunResult:
+        return RunResult.crashed(message, id=self.row_id, row_id=self.row_id, program_sha256=self.program_sha256,
+                                 device=spec.result_device, duration_s=duration_s)
 
-OnResult = Callable[[Task, dict[str, Any]], None]
 
-
-def crashed(task: Task, settings: dict[str, Any], message: str, duration_s: float) -> dict[str, Any]:
-    from runner.result import ErrorType, RunResult
-
-    return RunResult.failure(
-        task.row_id, ErrorType.CRASHED, message, device="cuda" if settings["device"] == "cuda" else "cpu-interpreter",
-        row_id=task.row_id, program_sha256=task.program_sha256, duration_s=round(duration_s, 3),
-        finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
-    ).to_dict()
+OnResult = Callable[[Task, RunResult], None]
 
 
 class LocalBackend:
@@ -47,10 +44,11 @@ class LocalBackend:
 
     name = "local"
 
-    def __init__(self, slots: list[Slot], evaluate: Callable[..., dict[str, Any]] = evaluate_cancellable):
+    def __init__(self, slots: list[Slot], evaluate: Callable[..., RunResult] = evaluate_on_slot):
         self.slots = slots
         self.evaluate = evaluate
         self.device = slots[0].device
+        self.capacity = len(slots)
 
     def close(self) -> None:
         pass
@@ -61,7 +59,7 @@ class LocalBackend:
         names = {s.gpu_name for s in self.slots if s.device == "cuda"}
         return sorted(names)[0] if names else CPU_LABEL
 
-    def run(self, tasks: Iterator[Task], settings: dict[str, Any], on_result: OnResult) -> None:
+    def run(self, tasks: Iterator[Task], spec: RunSpec, on_result: OnResult) -> None:
         lock = threading.Lock()
         stop = threading.Event()
         cancels: list[threading.Event] = []
@@ -88,13 +86,11 @@ class LocalBackend:
                     cancels.append(cancel)
                 started = time.monotonic()
                 try:
-                    result = self.evaluate(
-                        task.program, settings, result_id=task.row_id, row_id=task.row_id,
-                        visible_devices=slot.visible_devices, cancel=cancel, triton_cache_dir=slot.triton_cache_dir,
-                    )
+                    result = self.evaluate(task.program, spec, slot, result_id=task.row_id, row_id=task.row_id,
+                                           cancel=cancel)
                 except Exception as e:
-                    result = crashed(task, settings, f"bulk worker error: {type(e).__name__}: {e}",
-                                     time.monotonic() - started)
+                    result = task.crashed(spec, f"bulk worker error: {type(e).__name__}: {e}",
+                                          time.monotonic() - started)
                 with lock:
                     cancels.remove(cancel)
                     if stop.is_set():
@@ -116,11 +112,11 @@ class LocalBackend:
             raise
 
 
-def _ray_evaluate(program: str, settings: dict[str, Any], result_id: str, row_id: str,
-                  triton_cache_dir: str | None) -> dict[str, Any]:
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "") if settings["device"] == "cuda" else ""
-    return evaluate_cancellable(program, settings, result_id=result_id, row_id=row_id, visible_devices=visible,
-                                triton_cache_dir=triton_cache_dir)
+def _ray_evaluate(program: str, spec: RunSpec, result_id: str, row_id: str,
+                  triton_cache_dir: str | None) -> RunResult:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "") if spec.device == "cuda" else ""
+    slot = Slot("ray", spec.device, visible, triton_cache_dir=triton_cache_dir)
+    return evaluate_on_slot(program, spec, slot, result_id=result_id, row_id=row_id)
 
 
 def _ray_gpu_name() -> str:
@@ -168,7 +164,7 @@ class RayBackend:
             return CPU_LABEL
         return self.ray.get(self._gpu_name.remote())
 
-    def run(self, tasks: Iterator[Task], settings: dict[str, Any], on_result: OnResult) -> None:
+    def run(self, tasks: Iterator[Task], spec: RunSpec, on_result: OnResult) -> None:
         ray = self.ray
         in_flight: dict[Any, tuple[Task, float]] = {}
         exhausted = False
@@ -179,7 +175,7 @@ class RayBackend:
                     if task is None:
                         exhausted = True
                         break
-                    ref = self._remote.remote(task.program, settings, task.row_id, task.row_id, self.triton_cache_dir)
+                    ref = self._remote.remote(task.program, spec, task.row_id, task.row_id, self.triton_cache_dir)
                     in_flight[ref] = (task, time.monotonic())
                 if not in_flight:
                     return
@@ -189,8 +185,8 @@ class RayBackend:
                     try:
                         result = ray.get(ref)
                     except Exception as e:  # worker died (WorkerCrashedError), task error, ...
-                        result = crashed(task, settings, f"ray task failed: {type(e).__name__}: {e}"[:2000],
-                                         time.monotonic() - started)
+                        result = task.crashed(spec, f"ray task failed: {type(e).__name__}: {e}"[:2000],
+                                              time.monotonic() - started)
                     on_result(task, result)
         except KeyboardInterrupt:
             for ref in in_flight:

@@ -2,10 +2,12 @@
 
 First asks the kernel to SIGKILL it when its parent dies (and exits if the parent is already gone), then imports
 torch and triton and warms the CUDA stack (`runner.warmup`), so that a pre-warmed spare (`runner.launch`) is ready
-for work; then reads its one job spec (`{"program", "options", "triton_cache_dir"}`, one JSON line) from the spec pipe. It sets
+for work; then reads its one job spec (`{"program", "options", "triton_cache_dir", "channel_key", "gate"}`, one JSON
+line) from the spec pipe, which stays open for the GPU gate's answers (`runner.gate`). It sets
 its resource limits, moves the result channel (an inherited pipe) to a private descriptor, picks the device
 (CPU → TRITON_INTERPRET=1 and hard-coded "cuda" sent to the CPU), evaluates, and writes JSON lines to the channel:
-{"event": "stage", ...} while working and one {"event": "result", ...} at the end. Exits with os._exit so that
+{"event": "stage", ...} while working (and {"event": "gate", ...} requests) and one {"event": "result", ...} with
+the `RunResult` at the end. Exits with os._exit so that
 nothing the program left behind (threads, atexit hooks) can hang or change the verdict."""
 
 from __future__ import annotations
@@ -23,14 +25,14 @@ import signal
 import sys
 import time
 import traceback
-from typing import Any
+from typing import Any, BinaryIO
 
+from runner.gate import NO_GATE, ChildGate, install
 from runner.options import EvalOptions
-from runner.result import ErrorType, ExitCode
+from runner.result import ErrorType, ExitCode, RunResult
 
 STACKS_SIGNAL = signal.SIGUSR1
 _TRIAL = re.compile(r" \(trial \d+\)")
-CUDA_CPU_THREADS_ENV = "TLX_RUNNER_CPU_THREADS"
 PR_SET_PDEATHSIG = 1
 
 
@@ -84,9 +86,8 @@ class Phases:
         return {k: round(v, 3) for k, v in self.spent.items()}
 
 
-def read_spec(fd: int) -> dict[str, Any]:
-    with os.fdopen(fd, "rb") as fh:
-        spec = json.loads(fh.readline() or b"null")
+def read_spec(control: BinaryIO) -> dict[str, Any]:
+    spec = json.loads(control.readline() or b"null")
     if not isinstance(spec, dict) or not isinstance(spec.get("program"), str):
         raise ValueError(f"job spec must be an object with a 'program' path, got {type(spec).__name__}")
     return spec
@@ -147,11 +148,21 @@ def cuda_cpu_threads() -> int:
     """Torch's CPU threads in a CUDA job: a few. Inputs are made and programs do host work on the CPU, and jobs
     and warming spares of every GPU share the host's cores; torch's default (one thread per core in every
     process) oversubscribes them, and its spinning thread pools then turn milliseconds of host work into
-    seconds. `TLX_RUNNER_CPU_THREADS` overrides."""
+    seconds. `TLX_RUNNER_CPU_THREADS` overrides (`runner.config`)."""
+    from runner.config import RunnerConfig
+
+    return RunnerConfig.from_env().child_cpu_threads()
+
+
+def _synchronize() -> None:
+    """Wait for this process's queued GPU work; a broken context (a CUDA error) has none left to wait for."""
     try:
-        return max(1, int(os.environ[CUDA_CPU_THREADS_ENV]))
-    except (KeyError, ValueError):
-        return max(1, min(4, (os.cpu_count() or 1) // 4))
+        import torch
+
+        if torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+    except Exception:
+        pass
 
 
 def resolve_device(requested: str) -> str:
@@ -178,38 +189,41 @@ def main(argv: list[str] | None = None) -> int:
     faulthandler.register(STACKS_SIGNAL, all_threads=True)  # the parent asks for stacks before a timeout kill
     prewarm()
     try:
-        spec = read_spec(args.spec_fd)
+        control_fd = os.dup2(args.spec_fd, random.randrange(400, 600), inheritable=False)  # below the channel's
+        os.close(args.spec_fd)
+        control = os.fdopen(control_fd, "rb")
+        spec = read_spec(control)
         options = EvalOptions.from_dict(spec.get("options") or {})
         channel = Channel(args.result_fd, str(spec.get("channel_key") or ""))
     except (ValueError, TypeError, OSError) as exc:
         print(f"runner.child: bad job spec: {exc}", file=sys.stderr)
         return ExitCode.USAGE
+    gate = ChildGate(channel.send, control, drain=_synchronize) if spec.get("gate") else NO_GATE
+    install(gate)
     if spec.get("triton_cache_dir"):
         os.environ["TRITON_CACHE_DIR"] = str(spec["triton_cache_dir"])  # read lazily by triton at compile time
     sys.argv = [spec["program"]]
     phases = Phases()
     try:
-        verdict = _evaluate(spec["program"], options, channel, phases)
+        verdict = _evaluate(spec["program"], options, channel, phases, gate)
     except Exception as exc:  # a harness failure, reported as such
-        verdict = {
-            "status": "failed", "error_type": ErrorType.RUNTIME_ERROR.value, "flags": ["harness_error"],
-            "message": f"harness error: {type(exc).__name__}: {exc}", "exception": type(exc).__name__,
-            "traceback": traceback.format_exc()[-6000:],
-        }
-    verdict["phases_s"] = phases.finish()
+        verdict = RunResult.failed(ErrorType.RUNTIME_ERROR, f"harness error: {type(exc).__name__}: {exc}",
+                                   flags=["harness_error"], exception=type(exc).__name__,
+                                   traceback=traceback.format_exc()[-6000:])
+    verdict.phases_s = phases.finish()
     try:
-        channel.send({"event": "result", "key": channel.key, "result": verdict})
+        channel.send({"event": "result", "key": channel.key, "result": verdict.to_dict()})
     except OSError:
         return ExitCode.NO_CHANNEL
     return ExitCode.VERDICT
 
 
-def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phases) -> dict[str, Any]:
+def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phases, gate: ChildGate) -> RunResult:
     smi: list[Any] = []  # the nvidia-smi probe, started with the timing loops (clocks under load)
 
     def stage(text: str) -> None:
         phases.enter(text)
-        if device == "cuda" and not smi and text.startswith("timing"):
+        if device == "cuda" and not smi and text.startswith("timing: timing"):
             from runner.system import SmiProbe
 
             smi.append(SmiProbe())
@@ -231,10 +245,15 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phas
         import torch
 
         if not torch.cuda.is_available():
-            return {"status": "failed", "error_type": ErrorType.CUDA_ERROR.value, "flags": ["no_cuda_device"],
-                    "message": "CUDA requested but torch sees no CUDA device", "device": "cuda"}
+            return RunResult.failed(ErrorType.CUDA_ERROR, "CUDA requested but torch sees no CUDA device",
+                                    flags=["no_cuda_device"], device="cuda")
         torch.set_num_threads(cuda_cpu_threads())
     import triton  # noqa: F401 - imported after TRITON_INTERPRET is settled
+
+    if device == "cuda" and gate is not NO_GATE:
+        from runner.gate import install_triton_hooks
+
+        install_triton_hooks()
 
     if device == "cpu":
         from runner import interpreter_compat
@@ -247,7 +266,7 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phas
 
     guard.install([os.getcwd(), os.path.dirname(os.getcwd()), os.environ.get("TRITON_CACHE_DIR", ""),
                    *options.write_roots])
-    verdict = evaluate_program(program, options, device, stage)
+    verdict = evaluate_program(program, options, device, stage, gate)
     if device == "cpu":
         from runner import cuda_remap, interpreter_compat
 
@@ -256,9 +275,9 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phas
         if interpreter_compat.narrowed():
             flags.append("autotune_first_config_only")
     flags += [f"refused: {what}" for what in dict.fromkeys(guard.refused())]
-    verdict["flags"] = verdict.get("flags", []) + flags
+    verdict.flags = verdict.flags + flags
     stage("system: collecting system info")
-    verdict["system"] = collect_system(probe_gpu=device == "cuda", smi=smi[0] if smi else None)
+    verdict.system = collect_system(probe_gpu=device == "cuda", smi=smi[0] if smi else None)
     return verdict
 
 

@@ -1,12 +1,13 @@
 """Client of the runner service (stdlib only; the explorer imports it) and `python -m runner submit`.
 
-    client = RunnerClient("http://127.0.0.1:8765", token)
-    job = client.submit(row_id="train/000123", timeout_s=60)
+    client = RunnerClient(RunnerConfig.from_env().url, token)
+    job = client.submit(row_id="train/000123", timeout_s=60, profile="kernelbench-strict")  # or atol=..., rtol=...
     done = client.wait(job["id"], timeout=300)
     print(done["result"]["status"])
 
 `RunnerUnavailable`: nothing answers at the URL (connection refused, DNS, timeout).
 `RunnerError`: the service answered with an HTTP error; `.status` and the service's message.
+Both are `common.errors.TlxError`s.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import os
 import sys
 import time
 import urllib.error
@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TlxError
+from runner.config import RunnerConfig
+from runner.spec_args import add_spec_arguments, spec_fields
 
 FINAL_STATES = ("done", "cancelled")
 
@@ -83,7 +85,8 @@ class RunnerClient:
         return self._request("GET", "/health")
 
     def submit(self, row_id: str | None = None, program: str | None = None, **options: Any) -> dict[str, Any]:
-        """Queue a run of a store row or of a program text; returns `{"id", "state"}`."""
+        """Queue a run of a store row or of a program text; returns `{"id", "state"}`. Options: device,
+        timeout_s, trials, profile, atol, rtol, inputs_device, force (None: the service's default)."""
         if (row_id is None) == (program is None):
             raise ValueError("submit needs exactly one of row_id or program")
         body: dict[str, Any] = {"row_id": row_id} if row_id is not None else {"program": program}
@@ -114,7 +117,7 @@ class RunnerClient:
 
 def resolve_token(runs_dir: Path | None = None) -> str | None:
     """`TLX_RUNNER_TOKEN`, else the token a loopback service wrote to `RUNS_DIR/runner.token`."""
-    token = os.environ.get("TLX_RUNNER_TOKEN")
+    token = RunnerConfig.from_env().token
     if token:
         return token
     if runs_dir is None:
@@ -128,11 +131,10 @@ def resolve_token(runs_dir: Path | None = None) -> str | None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("row_id", nargs="?", help="store row id, e.g. train/000123")
     parser.add_argument("--program", type=Path, help="evaluate this program file instead of a row")
-    parser.add_argument("--url", default=None, help="service URL (default TLX_RUNNER_URL or 127.0.0.1:8765)")
+    parser.add_argument("--url", default=None, help="service URL (default TLX_RUNNER_URL, else the local one)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="where a loopback service keeps its token")
     parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default=None)
-    parser.add_argument("--timeout", type=float, default=None, help="per-run timeout in seconds")
-    parser.add_argument("--trials", type=int, default=None, help="correctness trials")
+    add_spec_arguments(parser)
     parser.add_argument("--force", action="store_true", help="run again even if the same run is done")
     parser.add_argument("--wait", action="store_true", help="wait for the verdict")
     parser.add_argument("--wait-timeout", type=float, default=3600.0)
@@ -159,9 +161,9 @@ def main(args: argparse.Namespace) -> int:
     if (args.row_id is None) == (args.program is None):
         print("submit: give a ROW_ID or --program FILE (one of them)", file=sys.stderr)
         return 2
-    url = args.url or os.environ.get("TLX_RUNNER_URL") or "http://127.0.0.1:8765"
+    url = args.url or RunnerConfig.from_env().url
     client = RunnerClient(url, resolve_token(args.runs_dir), timeout=30.0)
-    options = {"device": args.device, "timeout_s": args.timeout, "trials": args.trials}
+    options = {"device": args.device, **spec_fields(args)}
     if args.force:
         options["force"] = True
     try:

@@ -1,12 +1,20 @@
-"""Compare a candidate's output with the reference's: structure and shape, NaN/Inf, then allclose."""
+"""Compare a candidate's output with the reference's: structure and shape, NaN/Inf, then allclose under the job's
+profile, with each output's max abs/rel difference and the tightest standard tolerance it passes.
+
+The comparison runs where the reference lives (the GPU in a CUDA run) a chunk at a time (`CHUNK` values, in
+float64), so it needs a few hundred MB beyond the two outputs, whatever their size. Should even that not fit, the
+verdict is `out_of_memory` with the outputs' shapes, dtypes and sizes in the message."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from runner.options import EvalOptions
-from runner.result import ErrorType
+from runner.profiles import LADDER, tightest_passed
+from runner.result import ErrorType, OutputDiff
+
+CHUNK = 1 << 24  # values per chunk: 128 MiB per float64 temporary
 
 
 @dataclass
@@ -15,6 +23,20 @@ class Comparison:
     message: str
     max_abs_diff: float | None = None
     max_rel_diff: float | None = None
+    outputs: list[OutputDiff] = field(default_factory=list)
+
+
+@dataclass
+class _Stats:
+    """Running maxima over the chunks of one output."""
+
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    worst_ratio: float = 0.0  # max |c - r| / (1 + |r|): the ladder rung passed (atol = rtol = t)
+    mismatched: int = 0  # values outside atol/rtol (NaN in either counts)
+    nonfinite_bad: int = 0  # non-finite candidate values where the reference is finite
+    nonfinite_nan: int = 0
+    nonfinite_unequal: int = 0  # positions with a NaN, or an infinity the other side does not have
 
 
 def flatten(out: Any) -> list[Any]:
@@ -36,48 +58,102 @@ def _as_tensor(value: Any) -> Any:
     return None
 
 
+def _chunks(t: Any) -> Any:
+    """1-D pieces of `t` of at most CHUNK values, without copying a contiguous tensor as a whole."""
+    if t.dim() == 0:
+        yield t.reshape(1)
+        return
+    if t.is_contiguous() or t.dim() == 1:
+        flat = t.reshape(-1) if t.is_contiguous() else t
+        for start in range(0, flat.numel(), CHUNK):
+            yield flat[start:start + CHUNK]
+        return
+    for piece in t.unbind(0):  # non-contiguous: one slice of the first dimension at a time
+        yield from _chunks(piece)
+
+
+def _accumulate(s: _Stats, r: Any, c: Any, atol: float, rtol: float) -> None:
+    import torch
+
+    rf = r.to(dtype=torch.float64)
+    cf = c.to(device=rf.device, dtype=torch.float64)
+    r_fin, c_fin = torch.isfinite(rf), torch.isfinite(cf)
+    bad = ~c_fin & r_fin
+    s.nonfinite_bad += int(bad.sum())
+    s.nonfinite_nan += int((torch.isnan(cf) & bad).sum())
+    s.mismatched += int((~torch.isclose(cf, rf, atol=atol, rtol=rtol, equal_nan=False)).sum())
+    both = r_fin & c_fin
+    s.nonfinite_unequal += int((~both & (cf != rf)).sum())
+    if bool(both.any()):
+        diff = (cf - rf).abs()[both]
+        ref_abs = rf.abs()[both]
+        s.max_abs = max(s.max_abs, float(diff.max()))
+        s.max_rel = max(s.max_rel, float((diff / ref_abs.clamp_min(atol)).max()))
+        s.worst_ratio = max(s.worst_ratio, float((diff / (1.0 + ref_abs)).max()))
+
+
+def _gib(t: Any) -> str:
+    return f"{t.numel() * t.element_size() / 2**30:.2f} GiB"
+
+
+def _compare_tensor(i: int, r: Any, c: Any, options: EvalOptions) -> tuple[Comparison | None, OutputDiff]:
+    """(a failing Comparison or None, the output's record)."""
+    atol, rtol = options.tolerance(str(r.dtype))
+    stats = _Stats()
+    for rc, cc in zip(_chunks(r.detach()), _chunks(c.detach()), strict=True):
+        _accumulate(stats, rc, cc, atol, rtol)
+    # NaN never passes; the same infinity on both sides is no difference
+    passed = None if stats.nonfinite_unequal else tightest_passed(stats.worst_ratio)
+    record = OutputDiff(i, list(r.shape), str(r.dtype).removeprefix("torch."), stats.max_abs, stats.max_rel, passed)
+    if stats.nonfinite_bad:
+        return Comparison(ErrorType.NAN_OUTPUT, f"output {i}: {stats.nonfinite_bad} non-finite value(s) "
+                          f"({stats.nonfinite_nan} NaN) where the reference is finite"), record
+    if stats.mismatched:
+        return Comparison(ErrorType.OUTPUT_MISMATCH, f"output {i}: {stats.mismatched} of {r.numel()} values differ "
+                          f"beyond atol={atol:g}, rtol={rtol:g} (max abs diff {stats.max_abs:.6g}, max rel diff "
+                          f"{stats.max_rel:.6g})"), record
+    return None, record
+
+
 def compare_outputs(ref: Any, cand: Any, options: EvalOptions) -> Comparison:
     import torch
 
     refs, cands = flatten(ref), flatten(cand)
     if len(refs) != len(cands):
         return Comparison(ErrorType.SHAPE_MISMATCH, f"expected {len(refs)} output(s), got {len(cands)}")
-    max_abs = max_rel = 0.0
+    records: list[OutputDiff] = []
+    failure: Comparison | None = None
     for i, (r_raw, c_raw) in enumerate(zip(refs, cands, strict=True)):
         r, c = _as_tensor(r_raw), _as_tensor(c_raw)
         if r is None:
-            if r_raw != c_raw:
-                return Comparison(ErrorType.OUTPUT_MISMATCH, f"output {i}: expected {r_raw!r}, got {c_raw!r}")
+            same = r_raw == c_raw
+            records.append(OutputDiff(i, [], type(r_raw).__name__, None, None, LADDER[0] if same else None))
+            if not same:
+                failure = Comparison(ErrorType.OUTPUT_MISMATCH, f"output {i}: expected {r_raw!r}, got {c_raw!r}")
+                break
             continue
         if c is None:
-            return Comparison(ErrorType.SHAPE_MISMATCH, f"output {i}: expected a tensor, got {type(c_raw).__name__}")
+            failure = Comparison(ErrorType.SHAPE_MISMATCH, f"output {i}: expected a tensor, got {type(c_raw).__name__}")
+            break
         if tuple(r.shape) != tuple(c.shape):
-            return Comparison(
-                ErrorType.SHAPE_MISMATCH, f"output {i}: expected shape {tuple(r.shape)}, got {tuple(c.shape)}"
-            )
-        atol, rtol = options.tolerance(str(r.dtype))
-        rf = r.detach().to(dtype=torch.float64)  # compared where the reference lives (the GPU, in a CUDA run):
-        cf = c.detach().to(device=rf.device, dtype=torch.float64)  # host CPU ops on big outputs take seconds
-        bad = ~torch.isfinite(cf) & torch.isfinite(rf)
-        if bool(bad.any()):
-            n_nan = int(torch.isnan(cf).logical_and(bad).sum())
-            return Comparison(
-                ErrorType.NAN_OUTPUT,
-                f"output {i}: {int(bad.sum())} non-finite value(s) ({n_nan} NaN) where the reference is finite",
-            )
-        both = torch.isfinite(rf) & torch.isfinite(cf)
-        if rf.numel():
-            diff = (cf - rf).abs()[both]
-            if diff.numel():
-                max_abs = max(max_abs, float(diff.max()))
-                max_rel = max(max_rel, float((diff / rf.abs()[both].clamp_min(atol)).max()))
-        if not torch.allclose(cf, rf, atol=atol, rtol=rtol, equal_nan=False):
-            mismatched = int((~torch.isclose(cf, rf, atol=atol, rtol=rtol)).sum())
-            return Comparison(
-                ErrorType.OUTPUT_MISMATCH,
-                f"output {i}: {mismatched} of {rf.numel()} values differ beyond atol={atol:g}, rtol={rtol:g} "
-                f"(max abs diff {max_abs:.6g}, max rel diff {max_rel:.6g})",
-                max_abs,
-                max_rel,
-            )
-    return Comparison(ErrorType.OK, "", max_abs, max_rel)
+            failure = Comparison(ErrorType.SHAPE_MISMATCH,
+                                 f"output {i}: expected shape {tuple(r.shape)}, got {tuple(c.shape)}")
+            break
+        try:
+            failed, record = _compare_tensor(i, r, c, options)
+        except torch.OutOfMemoryError:
+            failure = Comparison(ErrorType.OUT_OF_MEMORY, f"output {i}: no device memory left to compare chunks of "
+                                 f"{CHUNK} values (reference {tuple(r.shape)} {r.dtype} {_gib(r)} on {r.device}, "
+                                 f"candidate {c.dtype} {_gib(c)} on {c.device})")
+            break
+        records.append(record)
+        if failed is not None:
+            failure = failed
+            break
+    diffs = [d.max_abs_diff for d in records if d.max_abs_diff is not None]
+    rels = [d.max_rel_diff for d in records if d.max_rel_diff is not None]
+    result = failure or Comparison(ErrorType.OK, "")
+    result.max_abs_diff = max(diffs) if diffs else None
+    result.max_rel_diff = max(rels) if rels else None
+    result.outputs = records
+    return result

@@ -1,10 +1,14 @@
 """Inside the child: load the program, build Model and ModelNew, check correctness, time on CUDA (design §4).
 
-`evaluate_program` returns the verdict as a dict of RunResult fields (the parent adds id, hash and times);
-it never raises for anything the program does."""
+`evaluate_program` returns the verdict as a `RunResult` (the parent adds id, hash and times); it never raises for
+anything the program does. Inputs are made on the job's device (`torch.device` as the default device while
+`get_inputs()`/`get_init_inputs()` run, same seeds) unless `inputs_device="cpu"`. On a GPU shared by several jobs
+(`runner.gate`), the harness's GPU work of the init and correctness stages runs under the GPU's shared gate and the
+timing stage under its exclusive gate: no other job's harness work runs on the GPU while one job is timed."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import random
 import sys
@@ -15,8 +19,10 @@ from typing import Any
 from runner import timing
 from runner.classify import classify
 from runner.compare import compare_outputs
+from runner.gate import NO_GATE, ChildGate
 from runner.options import EvalOptions
-from runner.result import ErrorType
+from runner.profiles import LADDER
+from runner.result import ErrorType, OutputDiff, RunResult
 
 REQUIRED = ("Model", "ModelNew", "get_inputs", "get_init_inputs")
 MODULE_NAME = "tlx_program"
@@ -26,8 +32,8 @@ EXCESSIVE_SPEEDUP = 10.0
 class _Stop(Exception):
     """Ends the evaluation early with a verdict."""
 
-    def __init__(self, verdict: dict[str, Any]) -> None:
-        super().__init__(verdict.get("message", ""))
+    def __init__(self, verdict: RunResult) -> None:
+        super().__init__(verdict.message)
         self.verdict = verdict
 
 
@@ -42,20 +48,25 @@ def set_seed(seed: int) -> None:
 
 
 class Evaluation:
-    def __init__(self, path: str, options: EvalOptions, device: str, emit: Callable[[str], None]) -> None:
+    def __init__(self, path: str, options: EvalOptions, device: str, emit: Callable[[str], None],
+                 gate: ChildGate = NO_GATE) -> None:
         self.path, self.options, self.device, self.emit = path, options, device, emit
+        self.gate = gate if device == "cuda" else NO_GATE
         self.flags: list[str] = []
         self.correct_trials = 0
-        self.max_abs: float | None = None
-        self.max_rel: float | None = None
+        self.outputs: dict[int, OutputDiff] = {}
+        self.outputs_complete = True  # every trial run compared every output
 
     def fail(self, error_type: ErrorType, message: str, **extra: Any) -> _Stop:
-        return _Stop({"status": "failed", "error_type": error_type.value, "message": message, **extra})
+        return _Stop(RunResult.failed(error_type, message, **extra))
 
-    def guarded(self, stage: str, context: str, fn: Callable[..., Any], *args: Any) -> Any:
+    def guarded(self, stage: str, context: str, fn: Callable[..., Any], *args: Any, gpu: bool = True) -> Any:
+        """Run one step of the program; anything it raises becomes the verdict. `gpu`: the step may use the GPU,
+        so it runs under the GPU's shared gate."""
         self.emit(f"{stage}: {context}")
         try:
-            return fn(*args)
+            with self.gate.shared() if gpu else contextlib.nullcontext():
+                return fn(*args)
         except _Stop:
             raise
         except BaseException as exc:  # noqa: BLE001 - SystemExit and friends from the program are verdicts too
@@ -80,7 +91,7 @@ class Evaluation:
         spec = importlib.util.spec_from_file_location(MODULE_NAME, self.path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[MODULE_NAME] = module
-        self.guarded("load", "importing the program", lambda: spec.loader.exec_module(module))
+        self.guarded("load", "importing the program", lambda: spec.loader.exec_module(module))  # may use the GPU
         missing = [name for name in REQUIRED if not callable(getattr(module, name, None))]
         if missing:
             raise self.fail(ErrorType.MISSING_SYMBOL, f"program does not define {', '.join(missing)}")
@@ -92,10 +103,26 @@ class Evaluation:
         values = list(values) if isinstance(values, (list, tuple)) else [values]
         return [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in values]
 
+    @property
+    def inputs_device(self) -> str:
+        return self.device if self.options.inputs_device == "device" else "cpu"
+
+    def make(self, factory: Callable[[], Any]) -> Callable[[], list[Any]]:
+        """`factory` (get_inputs or get_init_inputs) with the inputs' device as torch's default device, its
+        tensors then moved to the job's device (a program that names a device keeps it until then)."""
+        import torch
+
+        def made() -> list[Any]:
+            with torch.device(self.inputs_device):
+                values = factory()
+            return self.to_device(values)
+
+        return made
+
     def build(self, module: Any) -> tuple[Any, Any]:
         seed = self.options.seed
         set_seed(seed)
-        init = self.to_device(self.guarded("init", "get_init_inputs()", module.get_init_inputs))
+        init = self.guarded("init", "get_init_inputs()", self.make(module.get_init_inputs))
         set_seed(seed)
         model = self.guarded("init", "building Model", lambda: module.Model(*init).to(self.device))
         set_seed(seed)
@@ -112,7 +139,7 @@ class Evaluation:
 
     def inputs(self, module: Any, seed: int) -> list[Any]:
         set_seed(seed)
-        return self.to_device(self.guarded("correctness", "get_inputs()", module.get_inputs))
+        return self.guarded("correctness", "get_inputs()", self.make(module.get_inputs))
 
     def sync(self) -> None:
         if self.device == "cuda":
@@ -121,9 +148,12 @@ class Evaluation:
             torch.cuda.synchronize()
 
     def correctness(self, module: Any, model: Any, new: Any) -> None:
+        """All trials; a trial whose values differ beyond the tolerance fails the run but the other trials
+        still run (their differences make `tolerance_passed` hold for every trial). Any other failure stops."""
         import torch
 
         n = self.options.trials
+        mismatch: _Stop | None = None
         for trial in range(n):
             seed = self.options.seed + 1 + trial
             inputs = self.inputs(module, seed)
@@ -132,53 +162,80 @@ class Evaluation:
                 ref = self.guarded("correctness", f"Model forward (trial {trial + 1})", self._run, model, inputs)
                 out = self.guarded("correctness", f"ModelNew forward (trial {trial + 1})", self._run, new, clones)
             cmp = self.guarded("correctness", "comparing outputs", compare_outputs, ref, out, self.options)
-            if cmp.max_abs_diff is not None:
-                self.max_abs = max(self.max_abs or 0.0, cmp.max_abs_diff)
-                self.max_rel = max(self.max_rel or 0.0, cmp.max_rel_diff or 0.0)
+            del ref, out, inputs, clones
+            self.record_outputs(cmp.outputs, cmp.error_type)
+            if cmp.error_type is ErrorType.OUTPUT_MISMATCH:
+                mismatch = mismatch or self.fail(cmp.error_type, f"trial {trial + 1} of {n}: {cmp.message}")
+                continue
             if cmp.error_type is not ErrorType.OK:
                 raise self.fail(cmp.error_type, f"trial {trial + 1} of {n}: {cmp.message}")
             self.correct_trials += 1
+        if mismatch is not None:
+            raise mismatch
+
+    def record_outputs(self, records: list[OutputDiff], error_type: ErrorType) -> None:
+        if error_type not in (ErrorType.OK, ErrorType.OUTPUT_MISMATCH, ErrorType.NAN_OUTPUT):
+            self.outputs_complete = False
+        for rec in records:
+            seen = self.outputs.get(rec.index)
+            self.outputs[rec.index] = rec if seen is None else seen.merged(rec)
+
+    def tolerance_passed(self) -> float | None:
+        """The tightest ladder tolerance every output passed on every trial run; None if any did not, or if no
+        comparison was complete."""
+        passed = [o.tolerance_passed for o in self.outputs.values()]
+        if not passed or not self.outputs_complete or None in passed:
+            return None
+        return max(passed, default=LADDER[0])
 
     def _run(self, model: Any, inputs: list[Any]) -> Any:
         out = model(*inputs)
         self.sync()
         return out
 
-    def time_both(self, module: Any, model: Any, new: Any) -> dict[str, Any]:
+    def time_both(self, module: Any, model: Any, new: Any) -> RunResult:
+        """Time ModelNew, then Model, holding the GPU's exclusive gate (waiting for it is its own stage)."""
         import torch
 
         inputs = self.inputs(module, self.options.seed + 1000)
         opts = self.options.timing
-        with torch.no_grad():
-            t_new, f_new = self.guarded("timing", "timing ModelNew", lambda: timing.time_callable(lambda: new(*inputs), opts))
-            ref_opts = opts if opts.method == "cuda_events" else type(opts)(**{**opts.__dict__, "method": "cuda_events"})
-            t_ref, f_ref = self.guarded("timing", "timing Model", lambda: timing.time_callable(lambda: model(*inputs), ref_opts))
+        ref_opts = opts if opts.method == "cuda_events" else type(opts)(**{**opts.__dict__, "method": "cuda_events"})
+        self.emit("timing: waiting for the GPU")
+        with self.gate.exclusive(), torch.no_grad():
+            t_new, f_new = self.guarded("timing", "timing ModelNew",
+                                        lambda: timing.time_callable(lambda: new(*inputs), opts), gpu=False)
+            t_ref, f_ref = self.guarded("timing", "timing Model",
+                                        lambda: timing.time_callable(lambda: model(*inputs), ref_opts), gpu=False)
         self.flags += f_new + [f"ref_{f}" for f in f_ref]
         speedup = t_ref.median_ms / t_new.median_ms if t_new.median_ms > 0 else None
         if speedup is not None and speedup > EXCESSIVE_SPEEDUP:
             self.flags.append("excessive_speedup")
-        return {"timing": t_new.to_dict(), "ref_timing": t_ref.to_dict(), "speedup": speedup}
+        msg = f"correct; ModelNew median {t_new.median_ms:.4g} ms (n={t_new.n}), speedup {speedup:.3g}x"
+        return RunResult.passed(msg, timing=t_new, ref_timing=t_ref, speedup=speedup)
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> RunResult:
         module = self.load()
         model, new = self.build(module)
         self.correctness(module, model, new)
         if self.device != "cuda":
             self.flags.append("interpreted_no_timing")
-            return {"status": "ok", "error_type": None, "message": "correct; interpreted, no timing"}
-        timed = self.time_both(module, model, new)
-        t = timed["timing"]
-        msg = f"correct; ModelNew median {t['median_ms']:.4g} ms (n={t['n']}), speedup {timed['speedup']:.3g}x"
-        return {"status": "ok", "error_type": None, "message": msg, **timed}
+            return RunResult.passed("correct; interpreted, no timing")
+        return self.time_both(module, model, new)
 
 
-def _full_fp32() -> None:
-    """TF32 off (cuDNN turns it on for convolutions by default): the 1e-4 fp32 tolerance assumes a true fp32
-    reference. A candidate may still turn it on for itself; that is its choice and is measured as such."""
+def apply_backend_flags(options: EvalOptions, device: str) -> bool:
+    """Set torch's backend flags for the profile; returns whether TF32 is allowed (for matmuls or cuDNN).
+    `kernelbench` leaves torch's defaults; `kernelbench-strict` turns TF32 off (cuDNN turns it on for
+    convolutions by default), as its 1e-4 fp32 tolerance assumes a true fp32 reference. A candidate may still
+    turn it on for itself; that is its choice and is measured as such."""
     import torch
 
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    if device != "cuda":
+        return False
+    if options.evaluation_profile.tf32_off:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    return bool(torch.backends.cuda.matmul.allow_tf32 or torch.backends.cudnn.allow_tf32)
 
 
 def _cpu_threads() -> int:
@@ -187,31 +244,42 @@ def _cpu_threads() -> int:
     return torch.get_num_threads()
 
 
-def evaluate_program(path: str, options: EvalOptions, device: str, emit: Callable[[str], None]) -> dict[str, Any]:
-    if device == "cuda":
-        _full_fp32()
-    ev = Evaluation(path, options, device, emit)
+def method_record(options: EvalOptions, device: str, tf32: bool) -> dict[str, Any]:
+    """The evaluation method stored with the result: profile, tolerances, flags, inputs, timing parameters."""
+    profile = options.evaluation_profile
+    atol, rtol = profile.tolerances("float32")
+    by_dtype = {name: profile.tolerances(name)[0] for name in ("float32", "float64", "float16", "bfloat16")}
+    return {
+        "profile": profile.name, "atol": atol, "rtol": rtol, "tf32": tf32,
+        "inputs_device": "cuda" if device == "cuda" and options.inputs_device == "device" else "cpu",
+        "correctness": {"trials": options.trials, "seed": options.seed, "tolerance_by_dtype": by_dtype,
+                        "tf32_forced_off": profile.tf32_off, "tolerance_ladder": list(LADDER)},
+        "timing": timing.method_record(options.timing) if device == "cuda" else None,
+        "cpu_threads": _cpu_threads(),
+        "timeout_s": options.timeout_s,
+    }
+
+
+def evaluate_program(path: str, options: EvalOptions, device: str, emit: Callable[[str], None],
+                     gate: ChildGate = NO_GATE) -> RunResult:
+    tf32 = apply_backend_flags(options, device)
+    ev = Evaluation(path, options, device, emit, gate)
     try:
         verdict = ev.run()
     except _Stop as stop:
         verdict = stop.verdict
         if device != "cuda":
-            verdict["message"] = f"{verdict['message']} (interpreted, no timing)"
+            verdict.message = f"{verdict.message} (interpreted, no timing)"
     if device != "cuda" and "interpreted_no_timing" not in ev.flags:
         ev.flags.append("interpreted_no_timing")
-    method = {
-        "correctness": {
-            "trials": options.trials, "seed": options.seed, "legacy_tolerance": options.legacy_tolerance,
-            "atol": options.atol, "rtol": options.rtol, "tolerance_by_dtype": "kernelbench",
-            "tf32": False,
-        },
-        "timing": timing.method_record(options.timing) if device == "cuda" else None,
-        "cpu_threads": _cpu_threads(),
-        "timeout_s": options.timeout_s,
-    }
-    return {
-        "correct_trials": ev.correct_trials, "trials": options.trials, "max_abs_diff": ev.max_abs,
-        "max_rel_diff": ev.max_rel, "timing": None, "ref_timing": None, "speedup": None,
-        "device": "cuda" if device == "cuda" else "cpu-interpreter", "flags": ev.flags, "method": method,
-        **verdict,
-    }
+    outputs = [ev.outputs[i] for i in sorted(ev.outputs)]
+    abs_diffs = [o.max_abs_diff for o in outputs if o.max_abs_diff is not None]
+    rel_diffs = [o.max_rel_diff for o in outputs if o.max_rel_diff is not None]
+    verdict.correct_trials, verdict.trials = ev.correct_trials, options.trials
+    verdict.max_abs_diff = max(abs_diffs) if abs_diffs else None
+    verdict.max_rel_diff = max(rel_diffs) if rel_diffs else None
+    verdict.outputs, verdict.tolerance_passed = outputs, ev.tolerance_passed()
+    verdict.device = "cuda" if device == "cuda" else "cpu-interpreter"
+    verdict.flags = ev.flags + verdict.flags
+    verdict.method = method_record(options, device, tf32)
+    return verdict

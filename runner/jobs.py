@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.run_keys import options_key
+from runner.result import RunResult
+from runner.run_keys import RunSpec
 
 STATES = ("queued", "running", "done", "cancelled")
 DEFAULT_MAX_ATTEMPTS = 3
@@ -61,9 +62,9 @@ def program_sha256(program: str) -> str:
     return hashlib.sha256(program.encode("utf-8")).hexdigest()
 
 
-def job_key(program_hash: str, options: dict[str, Any], row_id: str | None = None) -> str:
-    """Same program, options and row (results are filed under their row id) -> same job."""
-    return f"{program_hash}:{options_key(options)}:{row_id or ''}"
+def job_key(program_hash: str, spec: RunSpec, row_id: str | None = None) -> str:
+    """Same program, run settings and row (results are filed under their row id) -> same job."""
+    return f"{program_hash}:{spec.key()}:{row_id or ''}"
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ class Job:
     row_id: str | None
     program_sha256: str
     program: str
-    options: dict[str, Any]
+    options: RunSpec
     state: str
     attempts: int
     result: dict[str, Any] | None
@@ -89,7 +90,7 @@ class Job:
             "state": self.state,
             "row_id": self.row_id,
             "program_sha256": self.program_sha256,
-            "options": self.options,
+            "options": self.options.to_dict(),
             "attempts": self.attempts,
             "created_at": self.created_at,
             "started_at": self.started_at,
@@ -98,13 +99,19 @@ class Job:
             "result": self.result,
         }
 
+    def crashed(self, message: str, duration_s: float = 0.0, **kw: Any) -> RunResult:
+        """The `crashed` result of this job when its evaluation produced no verdict."""
+        return RunResult.crashed(message, id=self.row_id or self.program_sha256, row_id=self.row_id,
+                                 program_sha256=self.program_sha256, device=self.options.result_device,
+                                 duration_s=duration_s, **kw).stamped(self.options.key())
+
 
 def _job(row: tuple) -> Job:
     (jid, key, row_id, sha, program, options_json, state, attempts, result_json,
      created_at, started_at, finished_at, worker) = row
     return Job(
         id=jid, key=key, row_id=row_id, program_sha256=sha, program=program,
-        options=json.loads(options_json), state=state, attempts=attempts,
+        options=RunSpec.from_dict(json.loads(options_json)), state=state, attempts=attempts,
         result=json.loads(result_json) if result_json else None,
         created_at=created_at, started_at=started_at, finished_at=finished_at, worker=worker,
     )
@@ -135,7 +142,7 @@ class JobStore:
         return _job(row) if row else None
 
     def submit(
-        self, program: str, options: dict[str, Any], *, row_id: str | None = None, force: bool = False
+        self, program: str, options: RunSpec, *, row_id: str | None = None, force: bool = False
     ) -> tuple[Job, bool]:
         """Queue a job, or return the matching existing one. Returns (job, created)."""
         sha = program_sha256(program)
@@ -157,7 +164,7 @@ class JobStore:
                 self._db.execute(
                     "INSERT INTO jobs (id, key, row_id, program_sha256, program, options_json, state, "
                     "created_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?)",
-                    (jid, key, row_id, sha, program, json.dumps(options, sort_keys=True), time.time()),
+                    (jid, key, row_id, sha, program, json.dumps(options.to_dict(), sort_keys=True), time.time()),
                 )
                 self._db.execute("COMMIT")
             except BaseException:
@@ -175,13 +182,13 @@ class JobStore:
                 (time.time(), worker),
             )
 
-    def finish(self, job_id: str, result: dict[str, Any]) -> bool:
+    def finish(self, job_id: str, result: RunResult) -> bool:
         """Store the result of a running job; False (result discarded) if it was cancelled meanwhile."""
         with self._lock:
             cur = self._db.execute(
                 "UPDATE jobs SET state = 'done', result_json = ?, finished_at = ? "
                 "WHERE id = ? AND state = 'running'",
-                (json.dumps(result), time.time(), job_id),
+                (json.dumps(result.to_dict(), default=str), time.time(), job_id),
             )
             return cur.rowcount == 1
 
@@ -205,7 +212,7 @@ class JobStore:
             )
             return self._one(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,))  # noqa: S608
 
-    def recover(self, crashed_result: Callable[[Job], dict[str, Any]]) -> tuple[int, list[dict[str, Any]]]:
+    def recover(self, crashed_result: Callable[[Job], RunResult]) -> tuple[int, list[RunResult]]:
         """Requeue jobs left running by a dead service; finish those started `max_attempts` times with
         `crashed_result(job)`. Returns (jobs requeued, crashed results stored)."""
         requeued, crashed = 0, []
@@ -220,7 +227,7 @@ class JobStore:
                         result = crashed_result(job)
                         self._db.execute(
                             "UPDATE jobs SET state = 'done', result_json = ?, finished_at = ? WHERE id = ?",
-                            (json.dumps(result), time.time(), job.id),
+                            (json.dumps(result.to_dict(), default=str), time.time(), job.id),
                         )
                         crashed.append(result)
                     else:

@@ -4,7 +4,8 @@ A child is `python -P -m runner.child`, started in its own session, with a scrub
 dir (`root/work`) as HOME, cwd and TMPDIR. It imports torch and triton (without touching CUDA), then waits for its
 job spec on a private pipe; it runs exactly one job and exits. `ChildPool.take` hands out the oldest spare started
 for the same configuration (scrubbed environment, device mode, visible devices, work root) or starts a child, and
-then starts replacements in the background (two spares per configuration), so the next job skips process start,
+then starts replacements in the background (`EvalOptions.spares` per configuration: 2, or one per job sharing
+the GPU), so the next job skips process start,
 imports and CUDA warm-up. All children are
 started by one long-lived spawner thread: the child's parent-death signal fires when the thread that started it
 ends. Spares are killed, and their temp dirs removed, by `close_spares()` (registered with atexit)."""
@@ -27,17 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runner.config import CHILD_ENV, RunnerConfig
 from runner.options import EvalOptions
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 KEEP_ENV = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "OMP_NUM_THREADS",
-            "TLX_RUNNER_CPU_THREADS",
-            "MKL_NUM_THREADS", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
+            *CHILD_ENV, "MKL_NUM_THREADS", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
 KEEP_PREFIXES = ("TRITON_", "NCCL_", "TORCH_", "PYTORCH_")
 SET_BY_US = ("TRITON_INTERPRET", "TRITON_CACHE_DIR", "TRITON_HOME")
 MAX_CONFIGS = 16  # configurations kept warm at once (one per GPU slot is typical); the oldest goes first
-SPARES_PER_CONFIG = 2  # a spare's warm-up (imports, CUDA context, cuDNN, a Triton compile) outlasts a short job
-PREWARM_ENV = "TLX_RUNNER_PREWARM"
 
 
 def base_env(options: EvalOptions) -> dict[str, str]:
@@ -57,7 +56,7 @@ def base_env(options: EvalOptions) -> dict[str, str]:
 
 
 def prewarm_enabled(options: EvalOptions) -> bool:
-    return options.prewarm and os.environ.get(PREWARM_ENV, "1").strip() not in ("0", "false", "no", "off")
+    return options.prewarm and RunnerConfig.from_env().prewarm
 
 
 @dataclass
@@ -70,8 +69,9 @@ class Child:
     spec_fd: int  # write end of the spec pipe
     result_fd: int  # read end of the result channel
 
-    def send_spec(self, spec: dict[str, Any]) -> None:
-        """Hand the child its job (the spec pipe is closed afterwards; a dead child just never reads it)."""
+    def send_spec(self, spec: dict[str, Any], keep_open: bool = False) -> None:
+        """Hand the child its job (a dead child just never reads it). The spec pipe is closed afterwards unless
+        `keep_open` (it then carries the GPU gate's answers, `runner.gate`, until `discard`)."""
         data = (json.dumps(spec) + "\n").encode()
         try:
             while data:
@@ -79,7 +79,8 @@ class Child:
         except OSError:
             pass
         finally:
-            self._close_spec()
+            if not keep_open:
+                self._close_spec()
 
     def _close_spec(self) -> None:
         if self.spec_fd >= 0:
@@ -135,7 +136,7 @@ def start_child(options: EvalOptions) -> Child:
 
 
 class ChildPool:
-    """Spare children by launch configuration (SPARES_PER_CONFIG each), started by one spawner thread."""
+    """Spare children by launch configuration (`EvalOptions.spares` each), started by one spawner thread."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -171,7 +172,7 @@ class ChildPool:
 
     def _refill(self, options: EvalOptions, key: tuple) -> None:
         with self._lock:
-            missing = SPARES_PER_CONFIG - len(self._spares.get(key, ())) - self._refilling.get(key, 0)
+            missing = options.spares - len(self._spares.get(key, ())) - self._refilling.get(key, 0)
             if self._closed or missing <= 0:
                 return
             self._refilling[key] = self._refilling.get(key, 0) + missing
@@ -186,7 +187,7 @@ class ChildPool:
                 self._refilling[key] -= 1
                 if not self._refilling[key]:
                     del self._refilling[key]
-                if child is not None and (self._closed or len(self._spares.get(key, ())) >= SPARES_PER_CONFIG):
+                if child is not None and (self._closed or len(self._spares.get(key, ())) >= options.spares):
                     evicted.append(child)
                 elif child is not None:
                     self._spares.setdefault(key, []).append(child)

@@ -1,4 +1,7 @@
-"""Options of one evaluation (`EvalOptions`) with KernelBench's defaults; serialisable for the child process."""
+"""Options of one evaluation (`EvalOptions`) with KernelBench's defaults; serialisable for the child process.
+
+What a submitter chooses (device, timeout, trials, profile, tolerances, where inputs are made) travels as a
+`runner.run_keys.RunSpec`; `EvalOptions` adds where the job runs (GPU, cache, limits) and the timing method."""
 
 from __future__ import annotations
 
@@ -6,24 +9,26 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from runner import profiles
+from runner.profiles import DEFAULT_PROFILE
+
 GIB = 1 << 30
 MIB = 1 << 20
-
-# KernelBench tolerances (atol == rtol) by output dtype; the legacy harness used 1e-2 for everything.
-TOLERANCES = {"float32": 1e-4, "float64": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
-LEGACY_TOLERANCE = 1e-2
 DEVICES = ("auto", "cuda", "cpu")
+INPUTS_DEVICES = ("device", "cpu")  # where get_inputs()/get_init_inputs() make tensors: the job's device, or CPU
 
 
 @dataclass(frozen=True)
 class TimingOptions:
     """Adaptive CUDA-event timing: stop after min_trials once the relative standard error of the median is
-    below target_rel_err, or when time_budget_s is spent, or at max_trials."""
+    below target_rel_err, or when time_budget_s is spent, or at max_trials. A slow call (tens of ms) may stop
+    before min_trials: once min_time_s was spent in timed trials, 20 trials with a tight median are enough."""
 
     warmup: int = 5  # untimed calls after the correctness trials (autotuning and lazy init happened there)
     min_trials: int = 100
     max_trials: int = 1000
     time_budget_s: float = 10.0  # per timed model (ModelNew and Model each)
+    min_time_s: float = 1.0
     target_rel_err: float = 0.01
     l2_flush: bool = True
     l2_flush_bytes: int = 256 * MIB
@@ -41,9 +46,10 @@ class EvalOptions:
     device: str = "auto"  # auto | cuda | cpu (cpu runs Triton through TRITON_INTERPRET=1, no timing)
     timeout_s: float = 180.0
     trials: int = 5  # correctness trials, each with fresh inputs
-    legacy_tolerance: bool = False  # 1e-2 for every dtype instead of KernelBench's per-dtype values
-    atol: float | None = None  # overrides the per-dtype tolerance when set
+    profile: str = DEFAULT_PROFILE  # runner.profiles: kernelbench | kernelbench-strict | custom
+    atol: float | None = None  # given: a custom profile (runner.profiles.resolve)
     rtol: float | None = None
+    inputs_device: str = "device"  # "cpu": create inputs on the CPU and move them (the old behaviour)
     seed: int = 42
     timing: TimingOptions = TimingOptions()
     memory_limit_bytes: int = 16 * GIB  # host memory of the job's process tree
@@ -55,18 +61,25 @@ class EvalOptions:
     work_root: str | None = None  # where job temp dirs are made; None: the system temp dir
     write_roots: tuple[str, ...] = ()  # folders besides the job's own where the program may write (runner.guard)
     prewarm: bool = True  # keep a spare child with torch/triton imported for the next job (TLX_RUNNER_PREWARM=0: off)
+    spares: int = 2  # spares kept for this configuration: a spare's warm-up (imports, CUDA context, cuDNN, a Triton
+    # compile) outlasts a short job; jobs sharing a GPU want one each
 
     def __post_init__(self) -> None:
         if self.device not in DEVICES:
             raise ValueError(f"device must be one of {DEVICES}, got {self.device!r}")
         if self.timeout_s <= 0 or self.trials < 1:
             raise ValueError(f"need timeout_s > 0 and trials >= 1, got {self.timeout_s}, {self.trials}")
+        if self.inputs_device not in INPUTS_DEVICES:
+            raise ValueError(f"inputs_device must be one of {INPUTS_DEVICES}, got {self.inputs_device!r}")
+        object.__setattr__(self, "profile", profiles.check(self.profile, self.atol, self.rtol))
+
+    @property
+    def evaluation_profile(self) -> profiles.Profile:
+        return profiles.resolve(self.profile, self.atol, self.rtol)
 
     def tolerance(self, dtype_name: str) -> tuple[float, float]:
-        """(atol, rtol) for an output of this dtype (`torch.float32` or `float32`)."""
-        name = dtype_name.removeprefix("torch.")
-        base = LEGACY_TOLERANCE if self.legacy_tolerance else TOLERANCES.get(name, LEGACY_TOLERANCE)
-        return (self.atol if self.atol is not None else base, self.rtol if self.rtol is not None else base)
+        """(atol, rtol) for an output of this dtype (`torch.float32` or `float32`) under the profile."""
+        return self.evaluation_profile.tolerances(dtype_name)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any
@@ -70,9 +71,43 @@ class Timing:
 
 
 @dataclass
+class OutputDiff:
+    """How one output (flattened from tuples/dicts, in order) differed from the reference over the correctness
+    trials run: max abs and rel difference, and the tightest standard tolerance (`runner.profiles.LADDER`,
+    atol = rtol) it passed on every trial (None: none, or NaN)."""
+
+    index: int
+    shape: list[int]
+    dtype: str
+    max_abs_diff: float | None
+    max_rel_diff: float | None
+    tolerance_passed: float | None
+
+    def merged(self, other: OutputDiff) -> OutputDiff:
+        """This output over two trials: the larger differences, the looser tolerance."""
+
+        def worst(a: float | None, b: float | None) -> float | None:
+            return None if a is None or b is None else max(a, b)
+
+        return OutputDiff(self.index, self.shape, self.dtype, _max(self.max_abs_diff, other.max_abs_diff),
+                          _max(self.max_rel_diff, other.max_rel_diff),
+                          worst(self.tolerance_passed, other.tolerance_passed))
+
+
+def _max(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+@dataclass
 class RunResult:
     """One verdict. `to_dict()` gives exactly the JSON keys of design §3 plus row_id, program_sha256,
-    duration_s, finished_at and phases_s (where the time went)."""
+    duration_s, finished_at, phases_s (where the time went), tolerance_passed and outputs (per output
+    differences). Built with `passed`, `failed` and `crashed`; the child leaves id and times to the parent
+    (`completed`). Converted to JSON only where it is stored or sent."""
 
     id: str
     status: str  # "ok" | "failed"
@@ -97,6 +132,8 @@ class RunResult:
     finished_at: str | None = None
     phases_s: dict[str, float] = field(default_factory=dict)  # wall seconds per stage: child_ready (waiting for
     # the child's warm-up), start, load, init, correctness, timing, system (in the child), harness (the rest)
+    tolerance_passed: float | None = None  # tightest standard tolerance every output passed on every trial
+    outputs: list[OutputDiff] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -107,6 +144,7 @@ class RunResult:
         d["timing"] = self.timing.to_dict() if self.timing else None
         d["ref_timing"] = self.ref_timing.to_dict() if self.ref_timing else None
         d["flags"] = list(self.flags)
+        d["outputs"] = [dataclasses.asdict(o) for o in self.outputs]
         return d
 
     @classmethod
@@ -124,8 +162,33 @@ class RunResult:
         kw["method"] = dict(d.get("method") or {})
         kw["system"] = dict(d.get("system") or {})
         kw["phases_s"] = dict(d.get("phases_s") or {})
+        kw["outputs"] = [OutputDiff(**o) for o in d.get("outputs") or []]
         return cls(**kw)
 
     @classmethod
-    def failure(cls, result_id: str, error_type: ErrorType, message: str, **kw: Any) -> RunResult:
-        return cls(id=result_id, status="failed", error_type=error_type.value, message=message, **kw)
+    def passed(cls, message: str, **kw: Any) -> RunResult:
+        return cls(id=kw.pop("id", ""), status="ok", error_type=None, message=message, **kw)
+
+    @classmethod
+    def failed(cls, error_type: ErrorType, message: str, **kw: Any) -> RunResult:
+        return cls(id=kw.pop("id", ""), status="failed", error_type=ErrorType(error_type).value, message=message,
+                   **kw)
+
+    @classmethod
+    def crashed(cls, message: str, *, id: str, row_id: str | None = None, program_sha256: str = "",
+                device: str = "", duration_s: float = 0.0, **kw: Any) -> RunResult:
+        """A `crashed` result for a run that never produced a verdict of its own (the worker or the service
+        died, the sandbox could not start, the run was cancelled)."""
+        return cls.failed(ErrorType.CRASHED, message, id=id, row_id=row_id, program_sha256=program_sha256,
+                          device=device, duration_s=round(duration_s, 3), finished_at=_now(), **kw)
+
+    def completed(self, *, id: str, row_id: str | None, program_sha256: str, duration_s: float) -> RunResult:
+        """Fill in what only the parent knows (in place; returns self)."""
+        self.id, self.row_id, self.program_sha256 = id, row_id, program_sha256
+        self.duration_s, self.finished_at = round(duration_s, 3), _now()
+        return self
+
+    def stamped(self, options_key: str) -> RunResult:
+        """Record the run settings' key (`runner.run_keys.RunSpec.key`) in `method` (in place; returns self)."""
+        self.method = {**self.method, "options_key": options_key}
+        return self

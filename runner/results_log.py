@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from runner.result import RunResult
+
 
 def results_dir(runs_dir: Path) -> Path:
     return Path(runs_dir) / "results"
@@ -27,7 +29,7 @@ def default_writer(kind: str) -> str:
 
 
 class ResultsLog:
-    """Appends result dicts to `RUNS_DIR/results/<writer>.jsonl`."""
+    """Appends run results (or result dicts) to `RUNS_DIR/results/<writer>.jsonl`."""
 
     def __init__(self, runs_dir: Path, writer: str):
         if not writer or "/" in writer or writer.startswith("."):
@@ -36,7 +38,9 @@ class ResultsLog:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
 
-    def append(self, result: dict[str, Any]) -> None:
+    def append(self, result: RunResult | dict[str, Any]) -> None:
+        if isinstance(result, RunResult):
+            result = result.to_dict()
         line = (json.dumps(result, separators=(",", ":"), default=str) + "\n").encode("utf-8")
         with self._lock:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

@@ -10,15 +10,17 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from common.errors import TlxError
+
 _stores: dict[Path, object] = {}
 _stores_lock = threading.Lock()
 
 
-class RowNotFound(LookupError):
+class RowNotFound(TlxError, LookupError):
     """The store holds no such row."""
 
 
-class StoreUnavailable(RuntimeError):
+class StoreUnavailable(TlxError, RuntimeError):
     """No store is configured, or it is missing or broken."""
 
 

@@ -1,44 +1,86 @@
-"""What makes two runs "the same run": used by the service (duplicate jobs) and bulk runs (resume).
+"""What a submitter chooses for a run (`RunSpec`) and what makes two runs "the same run": used by the service
+(duplicate jobs), bulk runs (resume) and the `submit`/`eval` commands.
 
 A run is identified by row id + program hash + options key + hardware label:
-- the options key hashes the evaluation settings a submitter chooses (`device`, `timeout_s`, `trials`, with
-  `EvalOptions` defaults filled in); it is stamped into every stored result as `method["options_key"]`, so results
-  written by the service and by bulk runs are recognised by each other;
+- the options key hashes the `RunSpec` (device, timeout, trials, profile, tolerances, where inputs are made, with
+  defaults filled in); it is stamped into every stored result as `method["options_key"]`, so results written by
+  the service and by bulk runs are recognised by each other;
 - the hardware label is the GPU name (`system["gpu"]`) for CUDA runs, `cpu-interpreter` otherwise.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
-from runner.options import EvalOptions
+from runner import profiles
+from runner.options import INPUTS_DEVICES, EvalOptions
 
 CPU_LABEL = "cpu-interpreter"
+_DEFAULTS = EvalOptions()
 
 
-def run_settings(device: str, timeout_s: float | None = None, trials: int | None = None) -> dict[str, Any]:
-    """The submitter-chosen settings of a run, defaults filled in (device must already be cuda or cpu)."""
-    defaults = EvalOptions()
-    return {
-        "device": device,
-        "timeout_s": float(defaults.timeout_s if timeout_s is None else timeout_s),
-        "trials": int(defaults.trials if trials is None else trials),
-    }
+@dataclass(frozen=True)
+class RunSpec:
+    """The run settings, one form from the command line or the HTTP body to the child (`eval_options`)."""
 
+    device: str  # cuda | cpu (already resolved from auto)
+    timeout_s: float = _DEFAULTS.timeout_s
+    trials: int = _DEFAULTS.trials
+    profile: str = profiles.DEFAULT_PROFILE
+    atol: float | None = None
+    rtol: float | None = None
+    inputs_device: str = "device"
 
-def options_key(settings: dict[str, Any]) -> str:
-    """A stable hash of run settings (key order does not matter)."""
-    blob = json.dumps(settings, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+    def __post_init__(self) -> None:
+        if self.device not in ("cuda", "cpu"):
+            raise ValueError(f"device must be 'cuda' or 'cpu' here, not {self.device!r}")
+        if isinstance(self.timeout_s, bool) or not isinstance(self.timeout_s, int | float) or self.timeout_s <= 0:
+            raise ValueError(f"timeout_s must be a number > 0, not {self.timeout_s!r}")
+        if isinstance(self.trials, bool) or not isinstance(self.trials, int) or self.trials < 1:
+            raise ValueError(f"trials must be an integer >= 1, not {self.trials!r}")
+        if self.inputs_device not in INPUTS_DEVICES:
+            raise ValueError(f"inputs_device must be one of {', '.join(INPUTS_DEVICES)}, not {self.inputs_device!r}")
+        resolved = profiles.resolve(self.profile, self.atol, self.rtol)
+        object.__setattr__(self, "timeout_s", float(self.timeout_s))
+        object.__setattr__(self, "profile", resolved.name)
+        if resolved.name == profiles.CUSTOM:
+            object.__setattr__(self, "atol", resolved.atol)
+            object.__setattr__(self, "rtol", resolved.rtol)
 
+    @classmethod
+    def build(cls, device: str, **given: Any) -> RunSpec:
+        """A spec from optional settings (None: the default)."""
+        return cls(device=device, **{k: v for k, v in given.items() if v is not None})
 
-def stamp(result: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
-    """Record the options key in the result's `method` (in place; returns the result)."""
-    method = result.get("method")
-    result["method"] = (dict(method) if isinstance(method, dict) else {}) | {"options_key": options_key(settings)}
-    return result
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RunSpec:
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - names
+        if unknown:
+            raise ValueError(f"unknown run settings: {sorted(unknown)}")
+        return cls(**d)
+
+    @property
+    def result_device(self) -> str:
+        """The `device` a result of this run carries."""
+        return "cuda" if self.device == "cuda" else CPU_LABEL
+
+    def key(self) -> str:
+        """A stable hash of the settings."""
+        blob = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+    def eval_options(self, **placement: Any) -> EvalOptions:
+        """The child's options: these settings plus where the job runs (visible_devices, triton_cache_dir,
+        spares, ...)."""
+        return EvalOptions(**self.to_dict(), **placement)
 
 
 def hardware_label(result: dict[str, Any]) -> str:

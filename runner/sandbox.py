@@ -5,11 +5,11 @@ warmed CUDA), in its own session (killed as a group), in a fresh temp dir that i
 environment, resource limits (set by the child itself), an RSS watchdog, capped stdout/stderr, a wall-clock
 timeout and an optional `cancel` event. The child dies with the process that started it. The verdict comes back
 over a private pipe, never from stdout. Timeouts, crashes, memory kills and cancels are results; this function
-does not raise for a verdict."""
+does not raise for a verdict. With a `gate` (`runner.gate.GpuGate`), the job's GPU steps wait for the GPU's gate
+(the time waited does not count against its timeout) and its timing stage has the GPU alone."""
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import os
@@ -22,6 +22,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from runner.gate import EXCLUSIVE, RELEASE, SHARED, GpuGate
 from runner.launch import POOL, Child, close_spares, kill_group
 from runner.options import EvalOptions
 from runner.result import ErrorType, RunResult
@@ -64,11 +65,13 @@ class _Capture(threading.Thread):
 
 
 class _Channel(threading.Thread):
-    """Reads the child's JSON-lines result channel: last stage seen and the final result. A result counts only
-    when it carries this job's random key (sent in the spec): a program that finds the pipe and writes its own
-    verdict without the key is ignored (and flagged `forged_verdict`)."""
+    """Reads the child's JSON-lines result channel: last stage seen, GPU gate requests and the final result. A
+    result counts only when it carries this job's random key (sent in the spec): a program that finds the pipe
+    and writes its own verdict without the key is ignored (and flagged `forged_verdict`). Gate requests are
+    answered with a `go` line on the child's spec pipe once `gate` is held; `close_gate` releases what the job
+    still holds and stops a wait."""
 
-    def __init__(self, fd: int, key: str) -> None:
+    def __init__(self, fd: int, key: str, gate: GpuGate | None, control_fd: int) -> None:
         super().__init__(daemon=True)
         self.file = os.fdopen(fd, "rb")
         self.key = key
@@ -77,24 +80,73 @@ class _Channel(threading.Thread):
         self.forged = False
         self.first_event_at: float | None = None  # time.monotonic() of the child's first stage
         self.done = threading.Event()  # set when this job's verdict has arrived
+        self.gate, self.control_fd = gate, control_fd
+        self.held: str | None = None
+        self.gate_closed = threading.Event()
+        self._gate_lock = threading.Lock()
+        self._waited_s = 0.0
+        self._waiting_since: float | None = None
 
     def run(self) -> None:
-        for line in self.file:
+        try:
+            for line in self.file:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if event.get("event") == "stage":
+                    self.stage = str(event.get("stage"))
+                    if self.first_event_at is None:
+                        self.first_event_at = time.monotonic()
+                elif event.get("event") == "gate":
+                    self._gate(event.get("mode"))
+                elif event.get("event") == "result" and isinstance(event.get("result"), dict):
+                    if event.get("key") == self.key:
+                        self.result = event["result"]
+                        self.done.set()
+                    else:
+                        self.forged = True
+        finally:
+            self.file.close()
+            self.close_gate()
+
+    def _gate(self, mode: Any) -> None:
+        if self.gate is None:
+            return
+        if mode == RELEASE:
+            with self._gate_lock:
+                held, self.held = self.held, None
+            if held:
+                self.gate.release(held)
+            return
+        if mode not in (SHARED, EXCLUSIVE) or self.held:
+            return
+        self._waiting_since = time.monotonic()
+        got = self.gate.acquire(mode, abort=self.gate_closed)
+        with self._gate_lock:  # close_gate takes it too: no "go" is written once the job is over
+            self._waited_s += time.monotonic() - self._waiting_since
+            self._waiting_since = None
+            if not got:
+                return
             try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if event.get("event") == "stage":
-                self.stage = str(event.get("stage"))
-                if self.first_event_at is None:
-                    self.first_event_at = time.monotonic()
-            elif event.get("event") == "result" and isinstance(event.get("result"), dict):
-                if event.get("key") == self.key:
-                    self.result = event["result"]
-                    self.done.set()
-                else:
-                    self.forged = True
-        self.file.close()
+                if self.gate_closed.is_set():
+                    raise OSError("job over")
+                os.write(self.control_fd, b"go\n")
+                self.held = mode
+            except OSError:
+                self.gate.release(mode)
+
+    def waited_s(self) -> float:
+        """Seconds spent waiting for the gate (so far)."""
+        since = self._waiting_since
+        return self._waited_s + (time.monotonic() - since if since is not None else 0.0)
+
+    def close_gate(self) -> None:
+        with self._gate_lock:
+            self.gate_closed.set()
+            held, self.held = self.held, None
+        if held and self.gate is not None:
+            self.gate.release(held)
 
 
 def _group_usage(pgid: int) -> tuple[int, int]:
@@ -134,7 +186,7 @@ def _signal_name(num: int) -> str:
 
 
 def evaluate_in_sandbox(program: str, options: EvalOptions, *, result_id: str, row_id: str | None = None,
-                        cancel: threading.Event | None = None) -> RunResult:
+                        cancel: threading.Event | None = None, gate: GpuGate | None = None) -> RunResult:
     """Evaluate `program` (the text of one dataset row) in a fresh sandboxed subprocess. Setting `cancel` kills
     the job's process group; the result is then `crashed` with the flag `cancelled`."""
     started = time.monotonic()
@@ -147,27 +199,20 @@ def evaluate_in_sandbox(program: str, options: EvalOptions, *, result_id: str, r
             child = POOL.take(options)
             path = child.work / "program.py"
             path.write_text(program, encoding="utf-8", errors="surrogatepass")
-            verdict = _run_child(child, path, options, _cache_dir(options, sha, child), cancel)
+            verdict = _run_child(child, path, options, _cache_dir(options, sha, child), cancel, gate)
     except OSError as exc:  # the sandbox itself could not be set up (disk full, no fork): still a verdict
-        verdict = {"status": "failed", "error_type": ErrorType.CRASHED.value, "flags": ["sandbox_error"],
-                   "message": f"could not start the sandbox: {exc}", "exception": type(exc).__name__}
+        verdict = RunResult.failed(ErrorType.CRASHED, f"could not start the sandbox: {exc}", flags=["sandbox_error"],
+                                   exception=type(exc).__name__)
     finally:
         if child is not None:
             child.discard()
     duration = time.monotonic() - started
-    phases = verdict.get("phases_s") or {}
-    verdict["phases_s"] = {**phases, "harness": round(max(duration - sum(phases.values()), 0.0), 3)}
-    verdict.setdefault("trials", options.trials)
-    verdict.setdefault("device", {"cpu": "cpu-interpreter"}.get(options.device, options.device))
-    if not verdict.get("system"):
-        verdict["system"] = collect_system(probe_gpu=False)
-    fields = RunResult.__dataclass_fields__
-    return RunResult.from_dict({
-        **{k: v for k, v in verdict.items() if k in fields},
-        "id": result_id, "row_id": row_id, "program_sha256": sha,
-        "duration_s": round(duration, 3),
-        "finished_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-    })
+    verdict.phases_s = {**verdict.phases_s, "harness": round(max(duration - sum(verdict.phases_s.values()), 0.0), 3)}
+    verdict.trials = verdict.trials or options.trials
+    verdict.device = verdict.device or {"cpu": "cpu-interpreter"}.get(options.device, options.device)
+    if not verdict.system:
+        verdict.system = collect_system(probe_gpu=False)
+    return verdict.completed(id=result_id, row_id=row_id, program_sha256=sha, duration_s=duration)
 
 
 def _cache_dir(options: EvalOptions, sha: str, child: Child) -> Path:
@@ -185,30 +230,28 @@ def _cache_dir(options: EvalOptions, sha: str, child: Child) -> Path:
     return fresh
 
 
-def _cancelled(stage: str) -> dict[str, Any]:
-    return {"status": "failed", "error_type": ErrorType.CRASHED.value, "flags": ["cancelled"],
-            "message": f"cancelled {stage}"}
+def _cancelled(stage: str, **kw: Any) -> RunResult:
+    return RunResult.failed(ErrorType.CRASHED, f"cancelled {stage}", flags=["cancelled"], **kw)
 
 
 def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
-               cancel: threading.Event | None) -> dict[str, Any]:
+               cancel: threading.Event | None, gate: GpuGate | None) -> RunResult:
     proc = child.proc
     key = secrets.token_hex(16)
-    channel = _Channel(child.result_fd, key)
+    channel = _Channel(child.result_fd, key, gate, child.spec_fd)
     child.result_fd = -1  # the channel reader owns it now
     out, err = (_Capture(proc.stdout, options.output_cap_bytes), _Capture(proc.stderr, options.output_cap_bytes))
     for t in (channel, out, err):
         t.start()
     sent = time.monotonic()
     child.send_spec({"program": str(path), "options": options.to_dict(), "triton_cache_dir": str(cache_dir),
-                     "channel_key": key})
-    deadline = sent + options.timeout_s
+                     "channel_key": key, "gate": gate is not None}, keep_open=gate is not None)
     killed_for: str | None = None
     peak_rss = peak_procs = 0
     while proc.poll() is None and not channel.done.is_set():  # a verdict in hand: no waiting for the exit
         if cancel is not None and cancel.is_set():
             killed_for = "cancel"
-        elif time.monotonic() > deadline:
+        elif time.monotonic() > sent + options.timeout_s + channel.waited_s():  # waiting for the GPU is free
             killed_for = "timeout"
         else:
             rss, procs = _group_usage(proc.pid)
@@ -226,41 +269,42 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
         channel.done.wait(POLL_S)
     kill_group(proc.pid)  # whatever the program left running in its session goes too (the child too, if it
     proc.wait()  # has not exited after sending its verdict: its CUDA teardown is nobody's business)
+    channel.close_gate()
     for t in (channel, out, err):
         t.join(timeout=5)
     verdict = _verdict(proc.returncode, killed_for, channel, err, options, peak_rss, peak_procs)
     if channel.first_event_at is not None:  # the spare still warming up, or a cold child starting
-        verdict["phases_s"] = {"child_ready": round(channel.first_event_at - sent, 3),
-                               **(verdict.get("phases_s") or {})}
+        verdict.phases_s = {"child_ready": round(channel.first_event_at - sent, 3), **verdict.phases_s}
     if channel.forged:
-        verdict["flags"] = [*verdict.get("flags", []), "forged_verdict"]
+        verdict.flags = [*verdict.flags, "forged_verdict"]
     return verdict
 
 
 def _verdict(code: int, killed_for: str | None, channel: _Channel, err: _Capture, options: EvalOptions,
-             peak_rss: int, peak_procs: int) -> dict[str, Any]:
-    stderr_tail = err.text_tail() or None
+             peak_rss: int, peak_procs: int) -> RunResult:
     if channel.result is not None and killed_for is None:
-        return channel.result
-    stage = channel.stage
+        try:
+            return RunResult.from_dict({**channel.result, "id": ""})
+        except (TypeError, ValueError) as exc:
+            return RunResult.failed(ErrorType.CRASHED, f"unreadable verdict from the child: {exc}",
+                                    flags=["harness_error"])
+    tail = err.text_tail() or None
+    where = f"during '{channel.stage}'"
     if killed_for == "processes":
-        return {"status": "failed", "error_type": ErrorType.CRASHED.value, "flags": ["too_many_processes"],
-                "traceback": stderr_tail, "message": f"{peak_procs} processes, over the limit of "
-                f"{options.nproc_extra}; killed during '{stage}'"}
+        return RunResult.failed(ErrorType.CRASHED, f"{peak_procs} processes, over the limit of {options.nproc_extra}; "
+                                f"killed {where}", flags=["too_many_processes"], traceback=tail)
     if killed_for == "cancel":
-        return {**_cancelled(f"during '{stage}'"), "traceback": stderr_tail}
+        return _cancelled(where, traceback=tail)
     if killed_for == "timeout":
-        return {"status": "failed", "error_type": ErrorType.TIMEOUT.value, "traceback": stderr_tail,
-                "message": f"no verdict after {options.timeout_s:g} s; killed during '{stage}'"}
+        return RunResult.failed(ErrorType.TIMEOUT, f"no verdict after {options.timeout_s:g} s; killed {where}",
+                                traceback=tail)
     if killed_for == "memory":
-        return {"status": "failed", "error_type": ErrorType.OUT_OF_MEMORY.value, "traceback": stderr_tail,
-                "message": f"host memory {peak_rss / 2**20:.0f} MiB over the limit of "
-                           f"{options.memory_limit_bytes / 2**20:.0f} MiB; killed during '{stage}'"}
+        return RunResult.failed(ErrorType.OUT_OF_MEMORY, f"host memory {peak_rss / 2**20:.0f} MiB over the limit of "
+                                f"{options.memory_limit_bytes / 2**20:.0f} MiB; killed {where}", traceback=tail)
     if code < 0:
         sig = _signal_name(-code)
         error_type = ErrorType.TIMEOUT if -code == signal.SIGXCPU else ErrorType.CRASHED
         hint = " (possibly the kernel's OOM killer)" if -code == signal.SIGKILL else ""
-        return {"status": "failed", "error_type": error_type.value, "exception": sig, "traceback": stderr_tail,
-                "message": f"killed by {sig}{hint} during '{stage}'"}
-    return {"status": "failed", "error_type": ErrorType.CRASHED.value, "traceback": stderr_tail,
-            "exception": f"exit {code}", "message": f"exited with status {code} without a verdict during '{stage}'"}
+        return RunResult.failed(error_type, f"killed by {sig}{hint} {where}", exception=sig, traceback=tail)
+    return RunResult.failed(ErrorType.CRASHED, f"exited with status {code} without a verdict {where}",
+                            exception=f"exit {code}", traceback=tail)

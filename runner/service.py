@@ -1,7 +1,8 @@
 """`python -m runner serve`: the local runner service (stdlib `ThreadingHTTPServer`, JSON over HTTP).
 
 API (design §3b): `GET /health` (open), `POST /jobs` `{"row_id": ...}` or `{"program": "..."}` plus options
-`device` (auto|cuda|cpu), `timeout_s`, `trials`, `force` -> `{"id", "state"}`; `GET /jobs/{id}` ->
+`device` (auto|cuda|cpu), `timeout_s`, `trials`, `profile`, `atol`, `rtol`, `inputs_device` (device|cpu), `force`
+-> `{"id", "state"}`; `GET /jobs/{id}` ->
 `{"id", "state", "result", ...}`; `GET /jobs?limit=N&state=S`; `DELETE /jobs/{id}` cancels (a running job's
 sandbox is killed). Errors are JSON `{"error": "..."}` with a 4xx status. The HTTP layer (parsing, limits on
 bodies, time and connections, the server class) is `runner.service_http`.
@@ -36,16 +37,19 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from runner.config import DEFAULT_PORT, RunnerConfig
+from runner.gate import gates_report
 from runner.jobs import JobStore
+from runner.result import RunResult
 from runner.results_log import ResultsLog, default_writer
 from runner.rows import RowNotFound, StoreUnavailable, load_program
-from runner.run_keys import run_settings, stamp
+from runner.run_keys import RunSpec
 from runner.service_http import BadRequest, Limits, check_row_id, make_server
-from runner.workers import Evaluator, Slot, WorkerPool, crashed_result, make_slots, sandbox_evaluator
+from runner.workers import Evaluator, Slot, WorkerPool, make_slots, sandbox_evaluator
 
 MAX_TIMEOUT_S = 3600.0
 MAX_TRIALS = 100
-_OPTION_KEYS = {"device", "timeout_s", "trials", "force"}
+_OPTION_KEYS = {"device", "timeout_s", "trials", "profile", "atol", "rtol", "inputs_device", "force"}
 
 
 def is_loopback(host: str) -> bool:
@@ -57,7 +61,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def parse_options(body: dict[str, Any], has_gpu: bool) -> tuple[dict[str, Any], bool]:
+def parse_options(body: dict[str, Any], has_gpu: bool) -> tuple[RunSpec, bool]:
     """Validate the option fields of a POST /jobs body -> (evaluation options with defaults filled, force)."""
     device = body.get("device", "auto")
     if device not in ("auto", "cuda", "cpu"):
@@ -73,7 +77,11 @@ def parse_options(body: dict[str, Any], has_gpu: bool) -> tuple[dict[str, Any], 
         raise BadRequest(400, f"trials must be an integer in [1, {MAX_TRIALS}], not {trials!r}")
     if device == "auto":
         device = "cuda" if has_gpu else "cpu"
-    options = run_settings(device, timeout_s, trials)
+    try:
+        options = RunSpec.build(device, timeout_s=timeout_s, trials=trials, profile=body.get("profile"),
+                                atol=body.get("atol"), rtol=body.get("rtol"), inputs_device=body.get("inputs_device"))
+    except (ValueError, TypeError) as e:
+        raise BadRequest(400, str(e)) from None
     force = body.get("force", False)
     if not isinstance(force, bool):
         raise BadRequest(400, f"force must be true or false, not {force!r}")
@@ -97,9 +105,8 @@ class RunnerService:
     def start(self) -> dict[str, int]:
         """Recover what a dead service left running, then start the workers."""
 
-        def gave_up(job) -> dict[str, Any]:
-            message = f"the runner service died {job.attempts} times while running this job"
-            return stamp(crashed_result(job, message), job.options)
+        def gave_up(job) -> RunResult:
+            return job.crashed(f"the runner service died {job.attempts} times while running this job")
 
         requeued, crashed = self.jobs.recover(gave_up)
         for result in crashed:
@@ -134,6 +141,7 @@ class RunnerService:
             "running": counts["running"],
             "jobs": counts,
             "workers": [{"name": s.name, "device": s.device, "job": running.get(s.name)} for s in self.slots],
+            "gpu_gates": gates_report(),  # per GPU: seconds held by jobs (busy) and timing, and their fractions
             "uptime_s": round(time.time() - self.started_at, 1),
         }
 
@@ -171,7 +179,7 @@ class RunnerService:
 
 def resolve_token(host: str, runs_dir: Path) -> str:
     """The service token (see the module docstring); raises SystemExit when none may be generated."""
-    token = os.environ.get("TLX_RUNNER_TOKEN", "").strip()
+    token = RunnerConfig.from_env().token
     if token:
         return token
     if not is_loopback(host):
@@ -189,12 +197,14 @@ def resolve_token(host: str, runs_dir: Path) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     parser.add_argument("--store", type=Path, default=None, help="store for row ids (default TLX_STORE)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="jobs DB and results (default TLX_RUNS_DIR)")
     parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
                         help="auto: one worker per visible GPU, else CPU interpreter workers")
     parser.add_argument("--cpu-workers", type=int, default=1, help="interpreter workers when there is no GPU")
+    parser.add_argument("--jobs-per-gpu", type=int, default=None,
+                        help="jobs sharing each GPU, timed one at a time (default TLX_RUNNER_JOBS_PER_GPU or 4)")
     parser.add_argument("--grace", type=float, default=10.0, help="seconds running jobs get on shutdown")
     http = Limits()
     parser.add_argument("--idle-timeout", type=float, default=http.idle_timeout_s,
@@ -219,7 +229,8 @@ def main(args: argparse.Namespace) -> int:
         return 1
     token = resolve_token(args.host, runs_dir)
     try:
-        slots = make_slots(args.device, args.cpu_workers, triton_cache_dir=str(runs_dir / "triton-cache"))
+        slots = make_slots(args.device, args.cpu_workers, triton_cache_dir=str(runs_dir / "triton-cache"),
+                           jobs_per_gpu=args.jobs_per_gpu or RunnerConfig.from_env().jobs_per_gpu)
     except (RuntimeError, ValueError) as e:
         print(f"serve: {e}", file=sys.stderr)
         return 1

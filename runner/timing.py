@@ -11,7 +11,9 @@ the event median), work ran outside the current stream: the result is flagged `s
 wall times minus the overhead become the timing (`decide`). The batched trials also time how long each call takes
 to return on the host; when that launch cost is at least 90% of the GPU time the result is flagged `launch_bound`
 (such timings follow host load from run to run). Warm-up calls stay out of the timed set; trials stop
-adaptively on the relative standard error of the median, a time budget or max_trials."""
+adaptively on the relative standard error of the median (after min_trials, or after min_time_s and
+MIN_TRIALS_AFTER_MIN_TIME for slow calls), a time budget or max_trials. The side-stream check takes fewer trials
+(down to MIN_SIDE_CHECK_TRIALS) when a call is slow, SIDE_CHECK_BUDGET_S at most."""
 
 from __future__ import annotations
 
@@ -29,6 +31,9 @@ MIN_TRIALS_UNDER_BUDGET = 3  # the budget may stop a slow program before min_tri
 CHECK_EVERY = 10  # trials between two looks at the stopping rule
 CALIBRATION_TRIALS = 50
 SIDE_CHECK_TRIALS = 20
+MIN_SIDE_CHECK_TRIALS = 5
+SIDE_CHECK_BUDGET_S = 0.5
+MIN_TRIALS_AFTER_MIN_TIME = 20
 SIDE_STREAM_MIN_MS = 0.05  # wall - event - overhead above max(this, SIDE_STREAM_FRACTION * event): suspect
 SIDE_STREAM_FRACTION = 0.5
 LAUNCH_BOUND_FRACTION = 0.9  # host launch time of a call / its GPU time at or above which it is launch-bound
@@ -183,16 +188,20 @@ def _adaptive(batch: Callable[[int], list[float]], opts: TimingOptions) -> tuple
     """Collect samples a batch at a time until the stopping rule, the time budget or max_trials."""
     samples: list[float] = []
     flags: list[str] = []
-    deadline = _perf_counter() + opts.time_budget_s
+    start = _perf_counter()
+    deadline = start + opts.time_budget_s
     while len(samples) < opts.max_trials:
         samples.extend(batch(min(CHECK_EVERY, opts.max_trials - len(samples))))
-        n = len(samples)
-        if _perf_counter() > deadline and n >= MIN_TRIALS_UNDER_BUDGET:
+        n, now = len(samples), _perf_counter()
+        if now > deadline and n >= MIN_TRIALS_UNDER_BUDGET:
             flags.append("timing_budget_spent")
             if n < opts.min_trials:
                 flags.append("timing_below_min_trials")
             return samples, flags
-        if n >= opts.min_trials and rel_err_of_median(samples) < opts.target_rel_err:
+        enough = n >= opts.min_trials or (now - start >= opts.min_time_s and n >= MIN_TRIALS_AFTER_MIN_TIME)
+        if enough and rel_err_of_median(samples) < opts.target_rel_err:
+            if n < opts.min_trials:
+                flags.append("timing_min_time_stop")
             return samples, flags
     flags.append("timing_max_trials")
     return samples, flags
@@ -203,11 +212,15 @@ def time_cuda_events(fn: Callable[[], Any], opts: TimingOptions) -> tuple[Timing
 
     t0 = _perf_counter()
     overhead = calibrate(opts)
+    _sync()
+    w0 = _perf_counter()
     for _ in range(opts.warmup):
         fn()
     _sync()
+    per_call_s = (_perf_counter() - w0) / max(opts.warmup, 1)
     flush = _flush_buffer(opts)
-    checks = [_trial(fn, flush) for _ in range(SIDE_CHECK_TRIALS)]
+    n_checks = max(MIN_SIDE_CHECK_TRIALS, min(SIDE_CHECK_TRIALS, int(SIDE_CHECK_BUDGET_S / max(per_call_s, 1e-9))))
+    checks = [_trial(fn, flush) for _ in range(n_checks)]
     d = decide([c[0] for c in checks], [c[1] for c in checks], overhead)
     host_ms: list[float] = []
     if d.side_stream_suspect:
@@ -252,5 +265,7 @@ def method_record(opts: TimingOptions) -> dict[str, Any]:
     params = {k: getattr(opts, k) for k in opts.__dataclass_fields__}
     return {"name": name, **params, "side_stream_rule": {
         "min_ms": SIDE_STREAM_MIN_MS, "fraction_of_event": SIDE_STREAM_FRACTION,
-        "calibration_trials": CALIBRATION_TRIALS, "check_trials": SIDE_CHECK_TRIALS, "batch": CHECK_EVERY,
+        "calibration_trials": CALIBRATION_TRIALS, "check_trials": SIDE_CHECK_TRIALS,
+        "check_trials_min": MIN_SIDE_CHECK_TRIALS, "check_budget_s": SIDE_CHECK_BUDGET_S, "batch": CHECK_EVERY,
+        "min_trials_after_min_time": MIN_TRIALS_AFTER_MIN_TIME,
         "fallback": SOURCE_WALL}, "launch_bound_rule": {"host_call_fraction_of_median": LAUNCH_BOUND_FRACTION}}

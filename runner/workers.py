@@ -1,4 +1,5 @@
-"""Worker threads of the runner service: one per visible GPU, or one CPU (Triton interpreter) worker.
+"""Worker threads of the runner service: `jobs_per_gpu` per visible GPU (sharing it through `runner.gate`), or
+CPU (Triton interpreter) workers.
 
 The service process never initialises CUDA: GPUs are counted in a child process (`detect_gpus`), and each job's
 sandbox subprocess gets its GPU through `CUDA_VISIBLE_DEVICES`. A worker claims a job from the `JobStore`, runs
@@ -19,12 +20,10 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
 
 from runner.jobs import Job, JobStore
+from runner.result import RunResult
 from runner.results_log import ResultsLog
-from runner.run_keys import stamp
 
 _GPU_PROBE = (
     "import json, torch\n"
@@ -35,16 +34,17 @@ _GPU_PROBE = (
 
 @dataclass(frozen=True)
 class Slot:
-    """Where one worker runs its jobs."""
+    """Where one worker runs its jobs (one job at a time); the `lanes` slots of one GPU share it."""
 
-    name: str  # "gpu0", "cpu0"
+    name: str  # "gpu0", "gpu0.1", ... (lanes of GPU 0), "cpu0"
     device: str  # "cuda" or "cpu"
     visible_devices: str | None  # CUDA_VISIBLE_DEVICES for the sandbox ("" hides GPUs)
     gpu_name: str | None = None
     triton_cache_dir: str | None = None  # shared Triton cache (RUNS_DIR/triton-cache), one subfolder per program
+    lanes: int = 1  # slots (concurrent jobs) on this slot's GPU
 
 
-Evaluator = Callable[[Job, Slot, threading.Event], dict[str, Any]]
+Evaluator = Callable[[Job, Slot, threading.Event], RunResult]
 
 
 def detect_gpus(timeout: float = 120.0) -> list[str]:
@@ -62,10 +62,13 @@ def detect_gpus(timeout: float = 120.0) -> list[str]:
 
 
 def make_slots(device: str = "auto", cpu_workers: int = 1, gpus: list[str] | None = None,
-               triton_cache_dir: str | None = None) -> list[Slot]:
-    """One slot per GPU for `cuda`/`auto` with GPUs; else `cpu_workers` interpreter slots; all share the cache."""
+               triton_cache_dir: str | None = None, jobs_per_gpu: int = 1) -> list[Slot]:
+    """`jobs_per_gpu` slots per GPU for `cuda`/`auto` with GPUs; else `cpu_workers` interpreter slots; all share
+    the cache."""
     if device not in ("auto", "cuda", "cpu"):
         raise ValueError(f"device must be auto, cuda or cpu, not {device!r}")
+    if jobs_per_gpu < 1:
+        raise ValueError(f"jobs per GPU must be >= 1, not {jobs_per_gpu}")
     if gpus is None:
         gpus = detect_gpus() if device != "cpu" else []
     if device == "cuda" and not gpus:
@@ -73,7 +76,8 @@ def make_slots(device: str = "auto", cpu_workers: int = 1, gpus: list[str] | Non
     if device != "cpu" and gpus:
         parent = os.environ.get("CUDA_VISIBLE_DEVICES")
         physical = [p.strip() for p in parent.split(",")] if parent else [str(i) for i in range(len(gpus))]
-        return [Slot(f"gpu{i}", "cuda", physical[i], name, triton_cache_dir) for i, name in enumerate(gpus)]
+        return [Slot(f"gpu{i}" + (f".{lane}" if lane else ""), "cuda", physical[i], name, triton_cache_dir, jobs_per_gpu)
+                for i, name in enumerate(gpus) for lane in range(jobs_per_gpu)]
     return [Slot(f"cpu{i}", "cpu", "", None, triton_cache_dir) for i in range(max(1, cpu_workers))]
 
 
@@ -150,39 +154,22 @@ class WorkerPool:
             finally:
                 with self._current_lock:
                     self._current.pop(slot.name, None)
-            stamp(result, job.options)
+            result.stamped(job.options.key())
             if self.jobs.finish(job.id, result):
                 self.log.append(result)
 
-    def _run(self, job: Job, slot: Slot, cancel: threading.Event) -> dict[str, Any]:
+    def _run(self, job: Job, slot: Slot, cancel: threading.Event) -> RunResult:
         started = time.monotonic()
         try:
             return self.evaluate(job, slot, cancel)
         except Exception as e:  # the evaluator must not raise; if it does, the job still gets a verdict
-            return crashed_result(
-                job, f"runner internal error: {type(e).__name__}: {e}", time.monotonic() - started,
-                tb=traceback.format_exc(limit=20),
-            )
+            return job.crashed(f"runner internal error: {type(e).__name__}: {e}", time.monotonic() - started,
+                               traceback=traceback.format_exc(limit=20))
 
 
-def crashed_result(job: Job, message: str, duration_s: float = 0.0, tb: str | None = None) -> dict[str, Any]:
-    """A `crashed` run result for a job whose evaluation never produced a verdict."""
-    from runner.result import ErrorType, RunResult
-
-    return RunResult.failure(
-        job.row_id or job.program_sha256, ErrorType.CRASHED, message,
-        traceback=tb, device=job.options.get("device", ""), row_id=job.row_id,
-        program_sha256=job.program_sha256, duration_s=round(duration_s, 3),
-        finished_at=datetime.now(UTC).isoformat(timespec="seconds"),
-    ).to_dict()
-
-
-def sandbox_evaluator(job: Job, slot: Slot, cancel: threading.Event) -> dict[str, Any]:
+def sandbox_evaluator(job: Job, slot: Slot, cancel: threading.Event) -> RunResult:
     """The service's evaluator: the job's program in a fresh sandbox subprocess on the worker's slot."""
-    from runner.cancellable import evaluate_cancellable
+    from runner.cancellable import evaluate_on_slot
 
-    visible = "" if job.options.get("device") == "cpu" else slot.visible_devices
-    return evaluate_cancellable(
-        job.program, job.options, result_id=job.row_id or job.program_sha256, row_id=job.row_id,
-        visible_devices=visible, cancel=cancel, triton_cache_dir=slot.triton_cache_dir,
-    )
+    return evaluate_on_slot(job.program, job.options, slot, result_id=job.row_id or job.program_sha256,
+                            row_id=job.row_id, cancel=cancel)

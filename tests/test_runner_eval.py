@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -15,9 +16,11 @@ from pathlib import Path
 import pytest
 import torch
 
+from runner import compare
 from runner.classify import classify, error_type_of
 from runner.compare import compare_outputs
-from runner.launch import POOL, SPARES_PER_CONFIG
+from runner.evaluate import Evaluation, apply_backend_flags, method_record
+from runner.launch import POOL
 from runner.options import GIB, EvalOptions
 from runner.result import ErrorType, RunResult, Timing
 from runner.sandbox import close_spares, evaluate_in_sandbox
@@ -28,7 +31,7 @@ REPO = Path(__file__).resolve().parent.parent
 DESIGN_KEYS = {
     "id", "status", "error_type", "message", "exception", "traceback", "correct_trials", "trials", "max_abs_diff",
     "max_rel_diff", "timing", "ref_timing", "speedup", "flags", "method", "device", "system",
-    "row_id", "program_sha256", "duration_s", "finished_at", "phases_s",
+    "row_id", "program_sha256", "duration_s", "finished_at", "phases_s", "tolerance_passed", "outputs",
 }
 EXPECTED = {
     "correct_add": None,
@@ -194,7 +197,10 @@ def test_error_type(verdicts, name):
 def test_correct_program_on_cpu(verdicts):
     r = verdicts["correct_add"]
     assert (r.correct_trials, r.trials) == (2, 2)
-    assert r.max_abs_diff == 0.0
+    assert r.max_abs_diff == 0.0 and r.tolerance_passed == 1e-5
+    assert [(o.index, o.shape, o.dtype, o.tolerance_passed) for o in r.outputs] == [(0, [64], "float32", 1e-5)]
+    assert (r.method["profile"], r.method["atol"], r.method["rtol"]) == ("kernelbench", 1e-2, 1e-2)
+    assert r.method["tf32"] is False and r.method["inputs_device"] == "cpu"
     assert r.device == "cpu-interpreter"
     assert r.timing is None and r.ref_timing is None and r.speedup is None
     assert "interpreted, no timing" in r.message
@@ -216,7 +222,8 @@ def test_wrong_program_reports_difference(verdicts):
     r = verdicts["wrong_output"]
     assert r.max_abs_diff == pytest.approx(0.5, abs=1e-6)
     assert "max abs diff 0.5" in r.message
-    assert r.correct_trials == 0
+    assert (r.correct_trials, r.trials) == (0, 2)  # every trial ran: the differences hold for all of them
+    assert r.tolerance_passed is None and r.outputs[0].max_abs_diff == pytest.approx(0.5, abs=1e-6)
 
 
 def test_failures_keep_exception_and_program_traceback(verdicts):
@@ -273,10 +280,10 @@ def test_a_job_runs_in_the_waiting_spare(tmp_path):
             return [pid for pid in POOL.spares() if os.readlink(f"/proc/{pid}/cwd").startswith(str(tmp_path))]
 
         deadline = time.monotonic() + 30
-        while len(mine()) < SPARES_PER_CONFIG and time.monotonic() < deadline:
+        while len(mine()) < opts.spares and time.monotonic() < deadline:
             time.sleep(0.05)
         oldest, *younger = mine()
-        assert len(younger) == SPARES_PER_CONFIG - 1
+        assert len(younger) == opts.spares - 1
         r = evaluate_in_sandbox(program, opts, result_id="warm")
         assert r.status == "ok", r.message
         assert int(pid_file.read_text()) == oldest
@@ -323,29 +330,129 @@ def test_cli_eval_json_exit_zero(verdicts):
 
 
 # -- pure functions (no subprocess) ---------------------------------------------------------------------------
-def test_tolerances_follow_kernelbench():
-    assert EvalOptions().tolerance("torch.float32") == (1e-4, 1e-4)
-    assert EvalOptions().tolerance("torch.bfloat16") == (1e-2, 1e-2)
-    assert EvalOptions(legacy_tolerance=True).tolerance("torch.float32") == (1e-2, 1e-2)
+def test_profiles_set_tolerance_and_flags():
+    default, strict = EvalOptions(), EvalOptions(profile="kernelbench-strict")
+    assert default.profile == "kernelbench"
+    assert default.tolerance("torch.float32") == default.tolerance("bfloat16") == (1e-2, 1e-2)
+    assert strict.tolerance("torch.float32") == (1e-4, 1e-4) and strict.tolerance("torch.float16") == (1e-2, 1e-2)
+    custom = EvalOptions(atol=1e-3)
+    assert custom.profile == "custom" and custom.tolerance("torch.float32") == (1e-3, 1e-3)
+    assert EvalOptions(atol=1e-3, rtol=1e-5).tolerance("float16") == (1e-3, 1e-5)
+    assert EvalOptions.from_dict(custom.to_dict()) == custom
     assert EvalOptions.from_dict(EvalOptions(trials=2).to_dict()) == EvalOptions(trials=2)
-    with pytest.raises(ValueError, match="unknown eval options"):
-        EvalOptions.from_dict({"bogus": 1})
+    for bad, match in (({"bogus": 1}, "unknown eval options"), ({"profile": "kb"}, "unknown profile"),
+                       ({"profile": "custom"}, "needs atol"), ({"atol": -1.0}, "atol must be"),
+                       ({"profile": "kernelbench-strict", "atol": 1e-3}, "custom profile")):
+        with pytest.raises(ValueError, match=match):
+            EvalOptions.from_dict(bad)
+    # flags: kernelbench leaves torch's as they are, strict turns TF32 off (on a CUDA job)
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    try:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = False, True  # torch's defaults
+        assert apply_backend_flags(default, "cuda") is True and torch.backends.cudnn.allow_tf32
+        assert apply_backend_flags(strict, "cuda") is False
+        assert not torch.backends.cudnn.allow_tf32 and not torch.backends.cuda.matmul.allow_tf32
+        assert apply_backend_flags(default, "cpu") is False
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+    record = method_record(strict, "cuda", False)
+    assert (record["profile"], record["atol"], record["rtol"], record["tf32"]) == ("kernelbench-strict", 1e-4, 1e-4, False)
+    assert record["inputs_device"] == "cuda" and record["correctness"]["tolerance_by_dtype"]["bfloat16"] == 1e-2
+    assert method_record(EvalOptions(inputs_device="cpu"), "cuda", True)["inputs_device"] == "cpu"
+
+
+def test_run_spec_settings_and_key():
+    from runner.run_keys import RunSpec
+
+    spec = RunSpec("cuda")
+    assert (spec.profile, spec.atol, spec.inputs_device) == ("kernelbench", None, "device")
+    assert RunSpec.build("cuda", atol=1e-3, trials=None).profile == "custom"
+    assert RunSpec.build("cuda", atol=1e-3).rtol == 1e-3
+    assert RunSpec.from_dict(spec.to_dict()) == spec and RunSpec.from_dict({"device": "cpu"}) == RunSpec("cpu")
+    keys = {spec.key(), RunSpec("cuda", profile="kernelbench-strict").key(), RunSpec("cuda", atol=1e-3).key(),
+            RunSpec("cuda", inputs_device="cpu").key(), RunSpec("cpu").key()}
+    assert len(keys) == 5
+    options = RunSpec("cpu", trials=2, profile="kernelbench-strict").eval_options(visible_devices="", spares=3)
+    assert (options.trials, options.profile, options.spares, options.visible_devices) == (2, "kernelbench-strict", 3, "")
+    with pytest.raises(ValueError):
+        RunSpec("auto")
+    with pytest.raises(ValueError, match="unknown run settings"):
+        RunSpec.from_dict({"device": "cpu", "legacy_tolerance": True})
 
 
 def test_compare_outputs_cases():
-    opts = EvalOptions()
+    opts, strict = EvalOptions(), EvalOptions(profile="kernelbench-strict")
     ref = torch.ones(4)
-    assert compare_outputs(ref, ref.clone(), opts).error_type is ErrorType.OK
+    same = compare_outputs(ref, ref.clone(), opts)
+    assert same.error_type is ErrorType.OK and same.outputs[0].tolerance_passed == 1e-5
     assert compare_outputs(ref, torch.ones(5), opts).error_type is ErrorType.SHAPE_MISMATCH
     assert compare_outputs((ref, ref), ref, opts).error_type is ErrorType.SHAPE_MISMATCH
     nan = ref.clone()
     nan[1] = float("nan")
-    assert compare_outputs(ref, nan, opts).error_type is ErrorType.NAN_OUTPUT
-    off = compare_outputs(ref, ref + 1e-3, opts)
+    nan_cmp = compare_outputs(ref, nan, opts)
+    assert nan_cmp.error_type is ErrorType.NAN_OUTPUT and nan_cmp.outputs[0].tolerance_passed is None
+    off = compare_outputs(ref, ref + 1e-3, strict)  # correct at 1e-2 (and 1e-3), not at 1e-4
     assert off.error_type is ErrorType.OUTPUT_MISMATCH and off.max_abs_diff == pytest.approx(1e-3, rel=1e-3)
-    assert compare_outputs(ref, ref + 1e-3, EvalOptions(legacy_tolerance=True)).error_type is ErrorType.OK
+    assert off.outputs[0].tolerance_passed == 1e-3
+    assert compare_outputs(ref, ref + 1e-3, opts).error_type is ErrorType.OK
+    assert compare_outputs(ref, ref + 1e-3, EvalOptions(atol=1e-4)).error_type is ErrorType.OUTPUT_MISMATCH
     half = torch.ones(4, dtype=torch.float16)
-    assert compare_outputs(half, half + 1e-3, opts).error_type is ErrorType.OK
+    assert compare_outputs(half, half + 1e-3, strict).error_type is ErrorType.OK
+    far = compare_outputs(ref, ref + 1.0, opts)
+    assert far.error_type is ErrorType.OUTPUT_MISMATCH and far.outputs[0].tolerance_passed is None
+    inf = torch.tensor([1.0, float("inf")])
+    assert compare_outputs(inf, inf.clone(), opts).outputs[0].tolerance_passed == 1e-5  # the same infinity
+    two = compare_outputs((ref, {"b": ref * 2}), (ref, {"b": ref * 2 + 2e-4}), opts)
+    assert [(o.index, o.tolerance_passed) for o in two.outputs] == [(0, 1e-5), (1, 1e-4)]
+    assert compare_outputs(3, 3, opts).outputs[0].tolerance_passed == 1e-5
+
+
+def test_chunked_compare_on_large_tensors(monkeypatch):
+    """Outputs compared a chunk at a time (here 16,384 values per chunk over 1.5M values, non-contiguous too) give
+    the same verdict, differences and count as one pass; a chunk that runs out of memory says the sizes."""
+    monkeypatch.setattr(compare, "CHUNK", 1 << 14)
+    gen = torch.Generator().manual_seed(0)
+    ref = torch.randn(768, 2048, generator=gen)
+    ref[3, 3] = 0.5
+    cand = ref.clone()
+    cand[700, 7] += 0.5  # one value far off, late in the tensor
+    cand[3, 3] += 5e-3  # passes 1e-2, not 1e-3
+    cmp = compare_outputs(ref, cand, EvalOptions())
+    assert cmp.error_type is ErrorType.OUTPUT_MISMATCH and "1 of 1572864 values" in cmp.message
+    assert cmp.max_abs_diff == pytest.approx(0.5, rel=1e-6)
+    whole = (cand.double() - ref.double()).abs()
+    assert cmp.max_rel_diff == pytest.approx(float((whole / ref.double().abs().clamp_min(1e-2)).max()), rel=1e-9)
+    transposed = compare_outputs(ref.t(), cand.t(), EvalOptions())  # not contiguous: sliced by rows
+    assert (transposed.error_type, transposed.max_abs_diff) == (cmp.error_type, cmp.max_abs_diff)
+    cand[700, 7] = ref[700, 7]
+    ok = compare_outputs(ref, cand, EvalOptions())
+    assert ok.error_type is ErrorType.OK and ok.outputs[0].tolerance_passed == 1e-2
+
+    def no_memory(*_args):
+        raise torch.OutOfMemoryError("CUDA out of memory")
+
+    monkeypatch.setattr(compare, "_accumulate", no_memory)
+    oom = compare_outputs(ref, cand, EvalOptions())
+    assert oom.error_type is ErrorType.OUT_OF_MEMORY
+    assert "(768, 2048) torch.float32 0.01 GiB" in oom.message and "candidate torch.float32" in oom.message
+
+
+def test_inputs_made_on_the_jobs_device(tmp_path):
+    """get_inputs()/get_init_inputs() run with the inputs' device as torch's default (the job's device unless
+    inputs_device='cpu'), with the same seed each time; on a CPU job both are the CPU."""
+    program = tmp_path / "p.py"
+    program.write_text("import torch\nseen = []\ndef get_inputs():\n    seen.append(torch.empty(0).device.type)\n"
+                       "    return [torch.randn(3)]\n")
+    spec = importlib.util.spec_from_file_location("p_inputs", program)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    ev = Evaluation(str(program), EvalOptions(device="cpu"), "cpu", lambda _stage: None)
+    first, again = ev.inputs(module, 7), ev.inputs(module, 7)
+    assert torch.equal(first[0], again[0]) and module.seen == ["cpu", "cpu"]
+    meta = Evaluation(str(program), EvalOptions(device="cpu"), "meta", lambda _stage: None)
+    assert meta.inputs(module, 7)[0].device.type == "meta" and module.seen[-1] == "meta"
+    on_cpu = Evaluation(str(program), EvalOptions(device="cpu", inputs_device="cpu"), "meta", lambda _stage: None)
+    assert on_cpu.inputs(module, 7)[0].device.type == "meta" and module.seen[-1] == "cpu"  # made on CPU, moved
 
 
 def test_classify_by_type_and_message():
@@ -402,3 +509,27 @@ def test_timing_summary():
     assert Timing.from_dict(t.to_dict()) == t
     assert rel_err_of_median([1.0] * 50) == 0.0
     assert rel_err_of_median([1.0, 2.0] * 50) < rel_err_of_median([1.0, 2.0] * 5)
+
+
+def test_slow_calls_stop_after_min_time(monkeypatch):
+    """A 50 ms call with a tight spread stops after ~1 s of timed trials (20+), not at min_trials; a fast one
+    still takes min_trials; a noisy slow one goes on until its spread is tight or the budget is spent."""
+    from runner import timing
+    from runner.options import TimingOptions
+
+    clock = [0.0]
+    monkeypatch.setattr(timing, "_perf_counter", lambda: clock[0])
+
+    def batch_of(ms: float, noise: float = 0.0):
+        def batch(k: int) -> list[float]:
+            clock[0] += k * ms / 1000
+            return [ms * (1 + noise * ((i % 2) * 2 - 1)) for i in range(k)]
+        return batch
+
+    opts = TimingOptions()
+    slow, flags = timing._adaptive(batch_of(50.0, 0.001), opts)
+    assert 20 <= len(slow) < opts.min_trials and "timing_min_time_stop" in flags
+    fast, flags = timing._adaptive(batch_of(0.1, 0.001), opts)
+    assert len(fast) == opts.min_trials and not flags
+    noisy, flags = timing._adaptive(batch_of(50.0, 0.3), opts)
+    assert len(noisy) >= opts.min_trials or "timing_budget_spent" in flags

@@ -83,3 +83,80 @@ def test_side_stream_work_is_waited_for():
     flagged = "side_stream_suspect" in r.flags and r.timing.source == "wall_minus_host_overhead"
     assert flagged or r.timing.median_ms >= 0.5 * r.ref_timing.median_ms, (r.flags, r.timing, r.ref_timing)
     assert 0.5 < r.speedup < 2.0, (r.timing, r.ref_timing)
+
+
+TF32_MATMUL = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+N, K = 512, 64
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return a @ b
+
+
+def get_inputs():
+    return [torch.randn(N, K) * 0.5, torch.randn(K, N) * 0.5]
+
+
+def get_init_inputs():
+    return []
+
+
+@triton.jit
+def mm_kernel(a_ptr, b_ptr, c_ptr, n, k, BLOCK: tl.constexpr, BK: tl.constexpr):
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    rm = pid_m * BLOCK + tl.arange(0, BLOCK)
+    rn = pid_n * BLOCK + tl.arange(0, BLOCK)
+    rk = tl.arange(0, BK)
+    a = tl.load(a_ptr + rm[:, None] * k + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * n + rn[None, :])
+    tl.store(c_ptr + rm[:, None] * n + rn[None, :], tl.dot(a, b))  # TF32 by default
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        c = torch.empty(N, N, device=a.device)
+        mm_kernel[(N // 64, N // 64)](a, b, c, N, K, BLOCK=64, BK=K)
+        return c
+'''
+
+
+def test_profiles_on_a_tf32_matmul():
+    """tl.dot in TF32 against a true fp32 reference: correct at KernelBench's 1e-2, not at the strict 1e-4; both
+    results say which tolerance it passed, and which flags and input device they ran under."""
+    default = evaluate_in_sandbox(TF32_MATMUL, options(trials=2), result_id="tf32-default")
+    strict = evaluate_in_sandbox(TF32_MATMUL, options(trials=2, profile="kernelbench-strict"), result_id="tf32-strict")
+    assert default.status == "ok", (default.message, default.traceback)
+    assert strict.error_type == ErrorType.OUTPUT_MISMATCH.value, strict.message
+    assert default.tolerance_passed == strict.tolerance_passed and 1e-4 < default.tolerance_passed <= 1e-2
+    assert (default.method["profile"], default.method["tf32"], default.method["inputs_device"]) == (
+        "kernelbench", True, "cuda")
+    assert (strict.method["profile"], strict.method["tf32"], strict.method["atol"]) == ("kernelbench-strict", False, 1e-4)
+    assert default.outputs[0].shape == [512, 512] and default.outputs[0].max_abs_diff > 0
+
+
+def test_jobs_share_a_gpu_and_time_alone():
+    """Three jobs on three lanes of one GPU at once: all correct and timed, each timing stage under the gate."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from runner.cancellable import evaluate_on_slot
+    from runner.gate import gate_for
+    from runner.run_keys import RunSpec
+    from runner.workers import make_slots
+
+    slots = make_slots("cuda", gpus=["gpu"], jobs_per_gpu=3)
+    program = CORRECT.replace("torch.randn(64)", "torch.randn(1 << 20)")
+    before = gate_for(slots[0].visible_devices).report()["timing_stages"]
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(lambda i: evaluate_on_slot(program + f"\n# {i}\n", RunSpec("cuda", 120, 2), slots[i],
+                                                           result_id=f"lane{i}", row_id=None), range(3)))
+    assert [r.status for r in results] == ["ok"] * 3, [r.message for r in results]
+    assert all(r.timing and r.timing.median_ms > 0 for r in results)
+    report = gate_for(slots[0].visible_devices).report()
+    assert report["timing_stages"] - before == 3 and report["timing_s"] > 0
+    assert all("timing: waiting for the GPU" in r.phases_s for r in results)

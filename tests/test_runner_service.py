@@ -20,7 +20,9 @@ import pytest
 
 from runner.client import RunnerClient, RunnerError, RunnerUnavailable
 from runner.jobs import JobStore
+from runner.result import RunResult
 from runner.results_log import read_results
+from runner.run_keys import RunSpec
 from runner.workers import make_slots
 from tests.fixtures import program
 
@@ -242,7 +244,7 @@ def test_client_reports_an_absent_service():
 
 def test_claims_are_atomic_and_fifo(tmp_path):
     store = JobStore(tmp_path / "runner.sqlite3")
-    ids = [store.submit(f"p{i}", {"device": "cpu"})[0].id for i in range(40)]
+    ids = [store.submit(f"p{i}", RunSpec("cpu"))[0].id for i in range(40)]
     claimed: list[str] = []
     lock = threading.Lock()
 
@@ -262,15 +264,16 @@ def test_claims_are_atomic_and_fifo(tmp_path):
 
 def test_recover_requeues_then_gives_up_as_crashed(tmp_path):
     store = JobStore(tmp_path / "runner.sqlite3", max_attempts=2)
-    job, _ = store.submit("print(1)", {"device": "cpu"}, row_id="train/000001")
-    crashed = {"id": "train/000001", "status": "failed", "error_type": "crashed"}
+    job, _ = store.submit("print(1)", RunSpec("cpu"), row_id="train/000001")
+    crashed = job.crashed("gave up")
     assert store.claim("w").attempts == 1
     assert store.recover(lambda j: crashed) == (1, [])
     assert store.claim("w").attempts == 2
     assert store.recover(lambda j: crashed) == (0, [crashed])
     final = store.get(job.id)
-    assert final.state == "done" and final.result == crashed and final.attempts == 2
-    assert store.finish(job.id, {"status": "ok"}) is False  # no longer running: late results are dropped
+    assert final.state == "done" and final.result == crashed.to_dict() and final.attempts == 2
+    assert final.result["error_type"] == "crashed" and final.result["method"]["options_key"] == RunSpec("cpu").key()
+    assert store.finish(job.id, RunResult.passed("late")) is False  # no longer running: late results are dropped
 
 
 def test_one_slot_per_visible_gpu(monkeypatch):

@@ -1,0 +1,243 @@
+"""The GPU gate: several jobs share one GPU through their CPU-bound stages; the timing stage has it alone.
+
+Parent side, `GpuGate` (one per GPU, `gate_for(visible_devices)`): a readers-writer lock that prefers writers.
+A job's harness holds it *shared* around each step that may use the GPU (building models, making inputs, forward
+calls, comparing outputs) and *exclusive* for its timing stage, so two timing stages never overlap on one GPU
+and no other job's harness work runs beside one. Waiting for the gate does not count against a job's timeout.
+`GpuGate.report()` gives how long the GPU was held (shared or exclusive: "busy") and timed (exclusive).
+
+Child side, `ChildGate`: the child asks its parent over the result channel (`{"event": "gate", "mode":
+"shared"|"exclusive"|"release"}`) and waits for a `go` line on its spec pipe, which stays open for that. The
+parent (`runner.sandbox`) acquires the job's `GpuGate` for it, and releases whatever the job still holds when it
+ends. A program can reach the child's gate too (the audit hook does not stop it): at worst it holds the GPU until
+its own timeout kills it. Without a gate (`NO_GATE`: CPU jobs, one-off `runner eval`) the context managers do
+nothing."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO
+
+SHARED, EXCLUSIVE, RELEASE = "shared", "exclusive", "release"
+WAIT_POLL_S = 0.1
+
+
+class GpuGate:
+    """Writer-preferring readers-writer lock for one GPU, with occupancy figures."""
+
+    def __init__(self, name: str = "") -> None:
+        self.name = name
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writer = False
+        self._writers_waiting = 0
+        self._created = time.monotonic()
+        self._busy_since: float | None = None
+        self._busy_s = 0.0
+        self._exclusive_since: float | None = None
+        self._exclusive_s = 0.0
+        self.exclusive_count = 0
+
+    def acquire(self, mode: str, abort: threading.Event | None = None) -> bool:
+        """Block until held in `mode`; False (not held) if `abort` is set first."""
+        with self._cond:
+            if mode == EXCLUSIVE:
+                self._writers_waiting += 1
+                try:
+                    while self._writer or self._readers:
+                        if abort is not None and abort.is_set():
+                            return False
+                        self._cond.wait(WAIT_POLL_S)
+                finally:
+                    self._writers_waiting -= 1
+                self._writer = True
+                self.exclusive_count += 1
+                self._exclusive_since = time.monotonic()
+            elif mode == SHARED:
+                while self._writer or self._writers_waiting:
+                    if abort is not None and abort.is_set():
+                        return False
+                    self._cond.wait(WAIT_POLL_S)
+                self._readers += 1
+            else:
+                raise ValueError(f"gate mode must be {SHARED!r} or {EXCLUSIVE!r}, not {mode!r}")
+            if self._busy_since is None:
+                self._busy_since = time.monotonic()
+            return True
+
+    def release(self, mode: str) -> None:
+        with self._cond:
+            now = time.monotonic()
+            if mode == EXCLUSIVE:
+                self._writer = False
+                self._exclusive_s += now - (self._exclusive_since or now)
+                self._exclusive_since = None
+            else:
+                self._readers -= 1
+            if not self._writer and not self._readers and self._busy_since is not None:
+                self._busy_s += now - self._busy_since
+                self._busy_since = None
+            self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def held(self, mode: str) -> Iterator[None]:
+        self.acquire(mode)
+        try:
+            yield
+        finally:
+            self.release(mode)
+
+    def report(self) -> dict[str, Any]:
+        """Seconds since the gate was made, seconds held (busy), seconds timing, and their fractions."""
+        with self._cond:
+            now = time.monotonic()
+            wall = max(now - self._created, 1e-9)
+            busy = self._busy_s + (now - self._busy_since if self._busy_since is not None else 0.0)
+            timed = self._exclusive_s + (now - self._exclusive_since if self._exclusive_since is not None else 0.0)
+            return {"wall_s": round(wall, 3), "busy_s": round(busy, 3), "timing_s": round(timed, 3),
+                    "busy_fraction": round(busy / wall, 4), "timing_fraction": round(timed / wall, 4),
+                    "timing_stages": self.exclusive_count}
+
+
+_gates: dict[str, GpuGate] = {}
+_gates_lock = threading.Lock()
+
+
+def gate_for(gpu: str) -> GpuGate:
+    """The process's one gate for a GPU (keyed by its CUDA_VISIBLE_DEVICES value)."""
+    with _gates_lock:
+        return _gates.setdefault(gpu, GpuGate(gpu))
+
+
+def gates_report() -> dict[str, dict[str, Any]]:
+    with _gates_lock:
+        gates = dict(_gates)
+    return {name: gate.report() for name, gate in sorted(gates.items())}
+
+
+class ChildGate:
+    """The child's end of its job's gate (see the module docstring). Re-entrant: a step inside a held gate does
+    not ask again."""
+
+    def __init__(self, send: Callable[[dict[str, Any]], None] | None, control: BinaryIO | None,
+                 drain: Callable[[], None] = lambda: None) -> None:
+        self._send, self._control = send, control
+        self._drain = drain  # waits for the job's queued GPU work (torch.cuda.synchronize) before a release
+        self._held: str | None = None
+
+    def _release(self) -> None:
+        """Give the gate back once the GPU has finished what this job queued under it (kernels run
+        asynchronously: without the wait they would run beside the next holder's timing)."""
+        try:
+            self._drain()
+        finally:
+            self._send({"event": "gate", "mode": RELEASE})
+
+    @contextlib.contextmanager
+    def _hold(self, mode: str) -> Iterator[None]:
+        if self._send is None or self._control is None or self._held is not None:
+            yield
+            return
+        self._ask(mode)
+        self._held = mode
+        try:
+            yield
+        finally:
+            self._held = None
+            self._release()
+
+    def _ask(self, mode: str) -> None:
+        self._send({"event": "gate", "mode": mode})
+        if self._control.readline().strip() != b"go":
+            raise RuntimeError("the runner closed this job's GPU gate")
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Give a held gate back for CPU-only work (Triton compiling a kernel), and take it again after."""
+        held = self._held
+        if held is None:
+            yield
+            return
+        self._release()
+        self._held = None
+        try:
+            yield
+        finally:
+            self._ask(held)
+            self._held = held
+
+    @contextlib.contextmanager
+    def alone(self) -> Iterator[None]:
+        """Hold the exclusive gate for a benchmark inside a shared step (Triton's autotuner picking a config):
+        a config benchmarked beside other jobs' GPU work can win by chance, and the job's timing then moves
+        from run to run. The shared hold is given back first and taken again after."""
+        held = self._held
+        if self._send is None or held == EXCLUSIVE:
+            yield
+            return
+        if held is not None:
+            self._release()
+            self._held = None
+        try:
+            with self._hold(EXCLUSIVE):
+                yield
+        finally:
+            if held is not None:
+                self._ask(held)
+                self._held = held
+
+    def shared(self) -> contextlib.AbstractContextManager[None]:
+        return self._hold(SHARED)
+
+    def exclusive(self) -> contextlib.AbstractContextManager[None]:
+        return self._hold(EXCLUSIVE)
+
+
+NO_GATE = ChildGate(None, None)
+_current = NO_GATE
+
+
+def install(gate: ChildGate) -> None:
+    """Make `gate` this child's gate (`current()`)."""
+    global _current
+    _current = gate
+
+
+def current() -> ChildGate:
+    return _current
+
+
+def install_triton_hooks() -> None:
+    """Wrap Triton's compiler entry points so that compiling a kernel (CPU work, seconds for a big or autotuned
+    one) runs outside the gate and never holds back another job's timing stage, and the autotuner's benchmark of
+    each config so that it runs with the GPU alone (`ChildGate.alone`). Call in the child after importing triton,
+    before the program is loaded; names a Triton version lacks are left alone."""
+    import importlib
+
+    for module_name in ("triton.compiler", "triton.compiler.compiler", "triton.runtime.jit"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        real = getattr(module, "compile", None)
+        if callable(real) and not getattr(real, "_tlx_wrapped", False):
+            module.compile = _wrapped(real, lambda: current().paused())
+    try:
+        from triton.runtime.autotuner import Autotuner
+    except ImportError:
+        return
+    bench = getattr(Autotuner, "_bench", None)
+    if callable(bench) and not getattr(bench, "_tlx_wrapped", False):
+        Autotuner._bench = _wrapped(bench, lambda: current().alone())
+
+
+def _wrapped(real: Callable[..., Any], hold: Callable[[], contextlib.AbstractContextManager[None]]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with hold():
+            return real(*args, **kwargs)
+
+    call._tlx_wrapped = True  # type: ignore[attr-defined]
+    return call

@@ -1,0 +1,266 @@
+"""Runner throughput on real programs: runs/min, GPU busy fraction and verdict counts over a corpus selection.
+
+    # here (needs pyarrow): pick rows of the dev corpus and write them as JSON lines (GPU images may lack pyarrow)
+    python scripts/bench_runner.py export --corpus ../shared/data/realworld --rows 300 --seed 1 --out sel.jsonl
+    # on the GPU machine: run them like `runner bulk` does (same LocalBackend, lanes sharing each GPU)
+    python scripts/bench_runner.py run --programs sel.jsonl --jobs-per-gpu 4 --out DIR [--budget-s 480]
+    # compare two runs of the same rows: verdicts identical? timing differences for rows >= 50 us
+    python scripts/bench_runner.py compare DIR1/results.jsonl DIR2/results.jsonl
+    # a warm service's re-run latency beyond the timing loops, on K correct rows of a finished run
+    python scripts/bench_runner.py latency --programs sel.jsonl --results DIR/results.jsonl --rows 5
+
+`run` prints and writes (DIR/summary.json) runs/min, verdict counts, the GPU gate's figures per GPU (busy: some
+job's GPU step or timing held it; timing: a timing stage held it alone), the GPU's own busy fraction (mean of
+nvidia-smi `utilization.gpu`, sampled every 0.5 s) and the per-row time beyond the timing loops. It stops
+starting rows once `--budget-s` is spent. Every figure in BENCHMARKS.md's runner section comes from here."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from runner.bulk_backends import LocalBackend, Task  # noqa: E402
+from runner.gate import gates_report  # noqa: E402
+from runner.jobs import program_sha256  # noqa: E402
+from runner.result import RunResult  # noqa: E402
+from runner.run_keys import RunSpec  # noqa: E402
+from runner.sandbox import close_spares  # noqa: E402
+from runner.workers import make_slots  # noqa: E402
+
+BIG_MS = 0.05  # rows at or above this median are held to the run-to-run targets
+
+
+def export(args: argparse.Namespace) -> int:
+    import pyarrow.parquet as pq
+
+    rows = []
+    for split in ("train", "test"):
+        path = Path(args.corpus) / f"{split}.parquet"
+        if path.is_file():
+            xs = pq.read_table(path, columns=["x"])["x"].to_pylist()
+            rows += [(f"{split}/{i:06d}", x) for i, x in enumerate(xs)]
+    chosen = sorted(random.Random(args.seed).sample(rows, min(args.rows, len(rows))))
+    with open(args.out, "w", encoding="utf-8") as fh:
+        for row_id, x in chosen:
+            fh.write(json.dumps({"id": row_id, "x": x}) + "\n")
+    print(f"wrote {len(chosen)} of {len(rows)} rows to {args.out}")
+    return 0
+
+
+def load_programs(path: Path) -> list[tuple[str, str]]:
+    with open(path, encoding="utf-8") as fh:
+        return [(d["id"], d["x"]) for d in map(json.loads, fh) if d]
+
+
+class SmiSampler(threading.Thread):
+    """`nvidia-smi --query-gpu=utilization.gpu` every 0.5 s: the fraction of time a kernel ran, per sample."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.samples: list[float] = []
+        self.proc: subprocess.Popen | None = None
+
+    def run(self) -> None:
+        try:
+            self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
+                                          "-lms", "500"], stdout=subprocess.PIPE, text=True)
+        except OSError:
+            return
+        for line in self.proc.stdout:
+            values = [float(v) for v in line.split(",") if v.strip().replace(".", "").isdigit()]
+            if values:
+                self.samples.append(statistics.fmean(values) / 100.0)
+
+    def stop(self) -> float | None:
+        if self.proc is not None:
+            self.proc.terminate()
+        return round(statistics.fmean(self.samples), 4) if self.samples else None
+
+
+def beyond_loops(r: dict) -> float | None:
+    """Wall seconds of a correct run beyond its two timing loops."""
+    if r.get("status") != "ok" or not r.get("timing") or not r.get("ref_timing"):
+        return None
+    return r["duration_s"] - (r["timing"].get("loop_s") or 0.0) - (r["ref_timing"].get("loop_s") or 0.0)
+
+
+def run(args: argparse.Namespace) -> int:
+    programs = load_programs(args.programs)[args.skip:args.skip + args.rows if args.rows else None]
+    spec = RunSpec.build(args.device, timeout_s=args.timeout, trials=args.trials, profile=args.profile)
+    slots = make_slots(args.device, args.jobs_per_gpu, triton_cache_dir=str(args.out / "triton-cache"),
+                       jobs_per_gpu=args.jobs_per_gpu)
+    args.out.mkdir(parents=True, exist_ok=True)
+    log = open(args.out / "results.jsonl", "a", encoding="utf-8")
+    results: list[dict] = []
+    started = time.monotonic()
+    deadline = started + args.budget_s
+
+    def tasks():
+        for repeat in range(args.repeats):
+            for row_id, x in programs:
+                if time.monotonic() > deadline:
+                    return
+                yield Task(row_id, x, program_sha256(x), repeat)
+
+    def on_result(task: Task, result: RunResult) -> None:
+        d = result.stamped(spec.key()).to_dict()
+        results.append(d)
+        log.write(json.dumps(d, default=str) + "\n")
+        log.flush()
+        if len(results) % 10 == 0:
+            rate = len(results) / (time.monotonic() - started) * 60
+            print(f"[bench] {len(results)} done, {rate:.1f}/min", file=sys.stderr, flush=True)
+
+    smi = SmiSampler()
+    smi.start()
+    try:
+        LocalBackend(slots).run(tasks(), spec, on_result)
+    finally:
+        close_spares()
+        log.close()
+    elapsed = time.monotonic() - started
+    overheads = [o for o in map(beyond_loops, results) if o is not None]
+    summary = {
+        "rows": len(programs), "runs": len(results), "elapsed_s": round(elapsed, 1),
+        "runs_per_min": round(len(results) / elapsed * 60, 2), "jobs_per_gpu": args.jobs_per_gpu,
+        "profile": spec.profile, "timeout_s": spec.timeout_s,
+        "verdicts": dict(Counter(r["error_type"] or "ok" for r in results).most_common()),
+        "gpu_gates": gates_report(), "gpu_busy_fraction_smi": smi.stop(),
+        "beyond_timing_loops_s": _quantiles(overheads),
+        "gpu": next((r["system"].get("gpu") for r in results if r.get("system", {}).get("gpu")), None),
+    }
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _quantiles(values: list[float]) -> dict[str, float] | None:
+    if not values:
+        return None
+    s = sorted(values)
+    return {"n": len(s), "median": round(statistics.median(s), 3), "p90": round(s[int(0.9 * (len(s) - 1))], 3),
+            "max": round(s[-1], 3)}
+
+
+def _by_id(path: Path) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                d = json.loads(line)
+                out.setdefault(d["id"], []).append(d)
+    return out
+
+
+def compare(args: argparse.Namespace) -> int:
+    """Verdict agreement and run-to-run timing differences between two result files (first run of each row)."""
+    a, b = _by_id(args.first), _by_id(args.second)
+    common = sorted(a.keys() & b.keys())
+    differ = [(i, a[i][0]["error_type"], b[i][0]["error_type"]) for i in common
+              if a[i][0]["error_type"] != b[i][0]["error_type"]]
+    diffs = []
+    for i in common:
+        ta, tb = (a[i][0].get("timing") or {}).get("median_ms"), (b[i][0].get("timing") or {}).get("median_ms")
+        if ta and tb and min(ta, tb) >= BIG_MS:
+            diffs.append((abs(ta - tb) / min(ta, tb), i))
+    diffs.sort()
+    summary = {
+        "rows_in_both": len(common), "verdicts_identical": len(common) - len(differ), "verdicts_differ": differ,
+        "timed_rows_ge_50us": len(diffs),
+        "timing_rel_diff_median": round(statistics.median(d for d, _ in diffs), 5) if diffs else None,
+        "timing_rel_diff_max": round(diffs[-1][0], 5) if diffs else None,
+        "timing_worst_rows": [(i, round(d, 4)) for d, i in diffs[-5:]],
+    }
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def latency(args: argparse.Namespace) -> int:
+    """Start a service, run K correct programs once (cold), then again with force (warm): seconds from submit to
+    verdict beyond the timing loops."""
+    import os
+    import secrets
+
+    from runner.client import RunnerClient
+
+    done = _by_id(args.results)
+    programs = dict(load_programs(args.programs))
+    chosen = [i for i in sorted(done) if done[i][0]["status"] == "ok" and i in programs][: args.rows]
+    runs = args.out / "service-runs"
+    token = secrets.token_urlsafe(16)
+    env = {**os.environ, "TLX_RUNNER_TOKEN": token, "TLX_RUNS_DIR": str(runs)}
+    service = subprocess.Popen([sys.executable, "-m", "runner", "serve", "--port", str(args.port), "--device", "cuda",
+                                "--runs-dir", str(runs)], env=env, cwd=Path(__file__).resolve().parent.parent)
+    client = RunnerClient(f"http://127.0.0.1:{args.port}", token, timeout=30)
+    try:
+        for _ in range(120):
+            try:
+                client.health()
+                break
+            except Exception:
+                time.sleep(0.5)
+        rows = []
+        for row_id in chosen:
+            for attempt in ("cold", "warm"):
+                t0 = time.monotonic()
+                job = client.wait(client.submit(program=programs[row_id], force=attempt == "warm",
+                                                timeout_s=120)["id"], timeout=300, poll=0.05)
+                wall = time.monotonic() - t0
+                r = job["result"] or {}
+                loops = sum((r.get(k) or {}).get("loop_s") or 0.0 for k in ("timing", "ref_timing"))
+                rows.append({"id": row_id, "attempt": attempt, "status": r.get("status"), "wall_s": round(wall, 2),
+                             "timing_loops_s": round(loops, 2), "beyond_loops_s": round(wall - loops, 2)})
+                print(json.dumps(rows[-1]), flush=True)
+    finally:
+        service.terminate()
+        service.wait(30)
+    warm = [r["beyond_loops_s"] for r in rows if r["attempt"] == "warm" and r["status"] == "ok"]
+    print(json.dumps({"warm_rerun_beyond_timing_loops_s": _quantiles(warm)}, indent=2))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("export")
+    p.add_argument("--corpus", type=Path, required=True)
+    p.add_argument("--rows", type=int, default=300)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", type=Path, required=True)
+    p = sub.add_parser("run")
+    p.add_argument("--programs", type=Path, required=True)
+    p.add_argument("--skip", type=int, default=0, help="start at this row of the file")
+    p.add_argument("--rows", type=int, default=0, help="at most N rows (0: all)")
+    p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    p.add_argument("--jobs-per-gpu", type=int, default=4, help="(with --device cpu: interpreter workers)")
+    p.add_argument("--timeout", type=float, default=60.0)
+    p.add_argument("--trials", type=int, default=None)
+    p.add_argument("--profile", default=None)
+    p.add_argument("--budget-s", type=float, default=480.0, help="start no row after this many seconds")
+    p.add_argument("--out", type=Path, required=True)
+    p = sub.add_parser("compare")
+    p.add_argument("first", type=Path)
+    p.add_argument("second", type=Path)
+    p = sub.add_parser("latency")
+    p.add_argument("--programs", type=Path, required=True)
+    p.add_argument("--results", type=Path, required=True)
+    p.add_argument("--rows", type=int, default=5)
+    p.add_argument("--port", type=int, default=8799)
+    p.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    return {"export": export, "run": run, "compare": compare, "latency": latency}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,272 @@
+"""The GPU gate (`runner.gate`): jobs share a GPU through their CPU-bound stages, timing stages never overlap.
+
+On CPU: the gate itself under many threads; the real scheduler (LocalBackend lanes, sandbox children speaking the
+gate protocol) with an instrumented gate, checked from inside the children; and the evaluation holding the
+exclusive gate around its timing loops."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from runner import timing
+from runner.bulk_backends import LocalBackend, Task
+from runner.evaluate import Evaluation
+from runner.gate import EXCLUSIVE, SHARED, GpuGate
+from runner.options import GIB, EvalOptions
+from runner.result import Timing
+from runner.run_keys import RunSpec
+from runner.sandbox import close_spares, evaluate_in_sandbox
+from runner.workers import Slot, make_slots
+from tests.programs import runner_program
+
+
+class RecordingGate(GpuGate):
+    """A real gate that also records who held it how, and fails the test on any overlap with an exclusive hold."""
+
+    def __init__(self) -> None:
+        super().__init__("fake")
+        self.lock = threading.Lock()
+        self.holders: dict[str, int] = {SHARED: 0, EXCLUSIVE: 0}
+        self.violations: list[str] = []
+        self.max_shared = 0
+
+    def acquire(self, mode, abort=None):
+        got = super().acquire(mode, abort)
+        if got:
+            with self.lock:
+                self.holders[mode] += 1
+                if self.holders[EXCLUSIVE] > 1 or (self.holders[EXCLUSIVE] and self.holders[SHARED]):
+                    self.violations.append(f"{dict(self.holders)} after acquiring {mode}")
+                self.max_shared = max(self.max_shared, self.holders[SHARED])
+        return got
+
+    def release(self, mode):
+        with self.lock:
+            self.holders[mode] -= 1
+        super().release(mode)
+
+
+def test_gate_prefers_timing_and_never_overlaps_it():
+    gate = RecordingGate()
+    order: list[str] = []
+
+    def job(i: int) -> None:
+        for _ in range(5):
+            with gate.held(SHARED):
+                time.sleep(0.002)
+        with gate.held(EXCLUSIVE):
+            order.append(f"t{i}")
+            time.sleep(0.01)
+
+    threads = [threading.Thread(target=job, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not gate.violations and sorted(order) == [f"t{i}" for i in range(8)]
+    report = gate.report()
+    assert report["timing_stages"] == 8 and 0.08 <= report["timing_s"] <= report["busy_s"] <= report["wall_s"]
+    assert 0 < report["busy_fraction"] <= 1
+
+    # a waiting timing stage holds back new shared holders, and an abort ends a wait
+    gate2 = GpuGate()
+    assert gate2.acquire(SHARED)
+    waiting = threading.Thread(target=gate2.acquire, args=(EXCLUSIVE,))
+    waiting.start()
+    time.sleep(0.2)
+    stop = threading.Event()
+    stop.set()
+    assert gate2.acquire(SHARED, abort=stop) is False
+    gate2.release(SHARED)
+    waiting.join(5)
+    assert gate2.acquire(EXCLUSIVE, abort=stop) is False  # held by the thread that waited
+
+
+def test_lanes_share_a_gpu():
+    slots = make_slots("cuda", gpus=["H200", "H200"], jobs_per_gpu=3)
+    assert [(s.name, s.visible_devices, s.lanes) for s in slots] == [
+        ("gpu0", "0", 3), ("gpu0.1", "0", 3), ("gpu0.2", "0", 3), ("gpu1", "1", 3), ("gpu1.1", "1", 3),
+        ("gpu1.2", "1", 3)]
+    with pytest.raises(ValueError, match="jobs per GPU"):
+        make_slots("cuda", gpus=["H200"], jobs_per_gpu=0)
+
+
+TIMED_SECTION = '''
+import json, os, time
+from runner.gate import current
+
+with current().shared():
+    time.sleep(0.2)
+with current().exclusive():  # stands for the timing stage: the parent's gate must keep it alone
+    start = time.time()
+    time.sleep(0.5)
+    end = time.time()
+with open(os.path.join({folder!r}, str(os.getpid())), "w") as fh:
+    json.dump([start, end], fh)
+'''
+
+
+def test_scheduler_never_overlaps_two_timing_stages(tmp_path):
+    """Four lanes of the real LocalBackend run sandboxed jobs that take the GPU gate as a CUDA job's timing stage
+    does; the children's own clocks show their exclusive sections never overlapped, and the jobs did overlap."""
+    folder = tmp_path / "sections"
+    folder.mkdir()
+    program = TIMED_SECTION.format(folder=str(folder)) + runner_program("correct_add")
+    gate = RecordingGate()
+    slots = [Slot(f"cpu{i}", "cpu", "", lanes=4) for i in range(4)]
+    spans: list[tuple[float, float]] = []
+
+    def evaluate(program: str, spec: RunSpec, slot: Slot, **kw):
+        started = time.time()
+        options = spec.eval_options(visible_devices="", memory_limit_bytes=int(1.5 * GIB), spares=4,
+                                    write_roots=(str(folder),))
+        result = evaluate_in_sandbox(program, options, gate=gate, **kw)
+        spans.append((started, time.time()))
+        return result
+
+    results = []
+    tasks = iter([Task(f"train/{i:06d}", program + f"\n# {i}\n", f"sha{i}", 0) for i in range(6)])
+    try:
+        LocalBackend(slots, evaluate).run(tasks, RunSpec("cpu", 120, 1), lambda task, r: results.append(r))
+    finally:
+        close_spares()
+    assert [r.status for r in results] == ["ok"] * 6, [r.message for r in results]
+    sections = sorted(tuple(json.loads(p.read_text())) for p in folder.iterdir())
+    assert len(sections) == 6
+    for (_, end), (start, _) in zip(sections, sections[1:], strict=False):
+        assert start >= end, f"two timing sections overlapped: {sections}"
+    assert not gate.violations, gate.violations
+    assert gate.report()["timing_stages"] == 6
+    overlapping = sum(1 for a in spans for b in spans if a is not b and a[0] < b[1] and b[0] < a[1])
+    assert overlapping > 0, "the lanes never ran two jobs at once"
+
+
+def test_timing_stage_holds_the_exclusive_gate(monkeypatch, tmp_path):
+    """Evaluation.time_both times ModelNew and Model inside the exclusive gate, nothing of it outside."""
+    events: list[str] = []
+
+    class FakeChildGate:
+        def __init__(self) -> None:
+            self.held = None
+
+        def _hold(self, mode):
+            gate = self
+
+            class Hold:
+                def __enter__(self):
+                    events.append(f"enter {mode}")
+                    gate.held = mode
+
+                def __exit__(self, *exc):
+                    events.append(f"exit {mode}")
+                    gate.held = None
+
+            return Hold()
+
+        def shared(self):
+            return self._hold(SHARED)
+
+        def exclusive(self):
+            return self._hold(EXCLUSIVE)
+
+    fake = FakeChildGate()
+
+    def fake_time(fn, opts):
+        events.append(f"time under {fake.held}")
+        fn()
+        return Timing(1.0, 1.0, 0.0, 1.0, 1.0, 1), []
+
+    monkeypatch.setattr(timing, "time_callable", fake_time)
+    ev = Evaluation(str(tmp_path / "p.py"), EvalOptions(device="cpu"), "cpu", lambda _s: None)
+    ev.gate = fake  # as on a CUDA job (a CPU job has no gate)
+
+    class Module:
+        @staticmethod
+        def get_inputs():
+            return [1.0]
+
+    result = ev.time_both(Module, lambda x: x, lambda x: x)
+    assert result.status == "ok" and result.speedup == 1.0
+    assert events == ["enter shared", "exit shared", "enter exclusive", "time under exclusive",
+                      "time under exclusive", "exit exclusive"]
+
+
+def test_gate_wait_does_not_count_against_the_timeout(tmp_path):
+    """A job that waits for the gate (held elsewhere) longer than its whole timeout still gets its verdict."""
+    gate = GpuGate()
+    program = "from runner.gate import current\nwith current().exclusive():\n    pass\n" + runner_program("correct_add")
+    opts = EvalOptions(device="cpu", timeout_s=60.0, trials=1, memory_limit_bytes=int(1.5 * GIB),
+                       work_root=str(tmp_path), prewarm=False)
+    try:
+        warm = evaluate_in_sandbox(runner_program("correct_add"), opts, result_id="warm")
+        assert warm.status == "ok", warm.message
+        short = dataclasses.replace(opts, timeout_s=round(1.5 * warm.duration_s + 3.0, 1))
+        gate.acquire(EXCLUSIVE)
+        threading.Timer(short.timeout_s + 1.0, gate.release, args=(EXCLUSIVE,)).start()
+        r = evaluate_in_sandbox(program, short, result_id="waits", gate=gate)
+    finally:
+        close_spares()
+    assert r.status == "ok", r.message
+    assert r.duration_s > short.timeout_s and gate.report()["timing_stages"] == 2
+    assert not list(Path(tmp_path).iterdir())
+
+
+def test_compiling_gives_the_gate_back_and_autotuning_runs_alone():
+    """Triton's compile (wrapped by install_triton_hooks) gives a held gate back (after the GPU drained the job's
+    queued work) and takes it again after; an autotuner benchmark inside a shared step trades the shared hold
+    for the exclusive one; outside a hold compiling asks nothing."""
+    import io
+
+    from runner import gate as gate_module
+
+    sent: list[str] = []
+    child = gate_module.ChildGate(lambda event: sent.append(event["mode"]), io.BytesIO(b"go\n" * 20),
+                                  drain=lambda: sent.append("drain"))
+    compiled = gate_module._wrapped(lambda: "kernel", lambda: gate_module.current().paused())
+    benchmarked = gate_module._wrapped(lambda: "timings", lambda: gate_module.current().alone())
+    saved = gate_module.current()
+    gate_module.install(child)
+    try:
+        assert compiled() == "kernel" and sent == []
+        with child.shared():
+            assert compiled() == "kernel"
+        assert sent == [SHARED, "drain", "release", SHARED, "drain", "release"]
+        sent.clear()
+        with child.shared():
+            assert benchmarked() == "timings"
+        assert sent == [SHARED, "drain", "release", EXCLUSIVE, "drain", "release", SHARED, "drain", "release"]
+        sent.clear()
+        with child.exclusive():
+            benchmarked()  # already alone: nothing asked
+        assert sent == [EXCLUSIVE, "drain", "release"]
+    finally:
+        gate_module.install(saved)
+
+
+def test_triton_hooks_wrap_compile_and_autotuner():
+    import importlib
+
+    from triton.runtime.autotuner import Autotuner
+
+    from runner import gate as gate_module
+
+    modules = [importlib.import_module(m) for m in ("triton.compiler", "triton.compiler.compiler", "triton.runtime.jit")]
+    saved = [(m, m.__dict__.get("compile")) for m in modules], Autotuner._bench
+    try:
+        gate_module.install_triton_hooks()
+        once = modules[0].compile
+        gate_module.install_triton_hooks()  # a second call wraps nothing twice
+        assert modules[0].compile is once and once._tlx_wrapped and Autotuner._bench._tlx_wrapped
+    finally:
+        for module, real in saved[0]:
+            if real is None:
+                module.__dict__.pop("compile", None)
+            else:
+                module.compile = real
+        Autotuner._bench = saved[1]
