@@ -24,7 +24,7 @@ __all__ = [
     "ConsoleError", "ExportError", "Filters", "Overview", "QueryTimeout", "RowDetail", "SearchError", "SearchResult",
     "StoreError", "console", "export", "failure_examples", "failures", "fastest", "overlap", "overlap_summary",
     "overview", "problem_latencies", "problem_summary", "problems", "row", "runs", "runs_by_problem",
-    "runs_reproducibility", "runs_static_vs_measured", "search_code",
+    "runs_reproducibility", "runs_static_vs_measured", "search_code", "selected_rows", "unmeasured_failures",
 ]
 
 PROBLEM_SORTS = (
@@ -96,7 +96,14 @@ def fastest(store: Path | str, problem_key: str, k: int = 20, f: Filters = NO_FI
 
 
 def failures(store: Path | str, f: Filters = NO_FILTERS) -> pa.Table:
+    """Failed rows by cause, each row once: source ('measured' where re-run, else 'static'), error_type, rows,
+    problems, share of all failed rows (see `sql/failures.sql`)."""
     return connect(store).execute("failures", f.params(), memo=True)
+
+
+def unmeasured_failures(store: Path | str, f: Filters = NO_FILTERS) -> list[str]:
+    """Ids of filtered rows with an empty label and no run result (a bulk re-run would measure their cause)."""
+    return connect(store).execute("unmeasured_failures", f.params(), memo=True)["id"].to_pylist()
 
 
 def failure_examples(store: Path | str, f: Filters = NO_FILTERS, limit: int = 50) -> pa.Table:
@@ -109,3 +116,10 @@ def overlap(store: Path | str) -> pa.Table:
 
 def overlap_summary(store: Path | str) -> pa.Table:
     return connect(store).execute("overlap_summary", memo=True)
+
+
+def selected_rows(store: Path | str, runs_dir: Path | str | None, f: Filters = NO_FILTERS,
+                  problem: str | None = None) -> pa.Table:
+    """id, code_shard, code_rg of the rows the pages' filters pick (latest verdicts from `runs_dir` and the
+    store's own results), optionally of one problem given by key or test id; in id order. `runner bulk` uses it."""
+    return connect(store, runs_dir).execute("selected_rows", {**f.params(), "problem": problem})

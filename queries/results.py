@@ -1,9 +1,8 @@
-"""Read run results (`ROOT/results/*.jsonl`, one RunResult JSON object per line) into one flat Arrow table.
+"""Run results (`ROOT/results/*.jsonl`, read by `runner.results_log.LogReader`) as one flat Arrow table.
 
 The roots are the runner's `RUNS_DIR` and the store itself (runs published with a store, e.g. the sample's).
-
-Lines that are not JSON objects are skipped and counted (a writer may be in the middle of a line); a missing
-folder gives an empty table with the same columns.
+Lines that are not JSON objects are skipped and counted; a missing folder gives an empty table with the same
+columns.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-RESULTS_SUBDIR = "results"
+from runner.results_log import LogReader, results_files
 
 RUNS_SCHEMA = pa.schema(
     [
@@ -47,15 +46,6 @@ RUNS_SCHEMA = pa.schema(
         ("line", pa.int64()),
     ]
 )
-
-
-def results_files(*roots: Path | None) -> list[Path]:
-    files: list[Path] = []
-    for root in roots:
-        folder = Path(root) / RESULTS_SUBDIR if root is not None else None
-        if folder is not None and folder.is_dir():
-            files.extend(sorted(p for p in folder.glob("*.jsonl") if p.is_file()))
-    return files
 
 
 def results_signature(*roots: Path | None) -> tuple:
@@ -132,23 +122,6 @@ def flatten_result(obj: dict, results_file: str, line: int) -> dict:
 
 def load_run_results(*roots: Path | None) -> tuple[pa.Table, int]:
     """All results under `ROOT/results/` → (table of `RUNS_SCHEMA`, number of lines skipped as unreadable)."""
-    rows: list[dict] = []
-    skipped = 0
-    for path in results_files(*roots):
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        for number, raw in enumerate(text.splitlines(), start=1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except ValueError:
-                skipped += 1
-                continue
-            if not isinstance(obj, dict):
-                skipped += 1
-                continue
-            rows.append(flatten_result(obj, path.name, number))
-    return pa.Table.from_pylist(rows, schema=RUNS_SCHEMA), skipped
+    reader = LogReader(*roots)
+    rows = [flatten_result(logged.result, logged.file, logged.line) for logged in reader]
+    return pa.Table.from_pylist(rows, schema=RUNS_SCHEMA), reader.skipped

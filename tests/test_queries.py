@@ -230,3 +230,48 @@ def test_new_results_refresh_memoized_answers(fixture_store, tmp_path, monkeypat
     write_results(runs_dir, [result("train/000000", "failed", "timeout")], name="worker-2.jsonl")
     measured = [r for r in api.failures(fixture_store).to_pylist() if r["source"] == "measured"]
     assert [(r["error_type"], r["rows"]) for r in measured] == [("timeout", 1)]
+
+
+def test_failures_count_each_row_once_by_its_latest_cause(fixture_store, tmp_path):
+    runs_dir = tmp_path / "causes"
+    write_results(runs_dir, [
+        result("train/000006", "failed", "compile_error"),  # static syntax_error, label failed
+        result("train/000004", "ok", median_ms=1.0),  # label failed, the re-run passed
+        result("train/000000", "failed", "output_mismatch"),  # label ok, the re-run failed
+    ])
+    db = connect(fixture_store, runs_dir)
+    counted = {(r["source"], r["error_type"]): r["rows"] for r in db.execute("failures", Filters().params())
+               .to_pylist()}
+    failed = {r["id"] for r in fixture_rows() if r["y"] is None} | {"train/000000"}
+    assert sum(counted.values()) == len(failed)  # one bar segment per row, never static + measured
+    assert counted[("measured", "compile_error")] == 1 and counted[("measured", "ok")] == 1
+    assert counted[("measured", "output_mismatch")] == 1 and ("static", "syntax_error") not in counted
+    measured_only = db.execute("failures", Filters(error_source="measured").params()).to_pylist()
+    assert {r["source"] for r in measured_only} == {"measured"} and sum(r["rows"] for r in measured_only) == 3
+    static_view = db.execute("failures", Filters(error_source="static").params()).to_pylist()
+    assert {r["source"] for r in static_view} == {"static"}
+    unmeasured = db.execute("unmeasured_failures", Filters().params())["id"].to_pylist()
+    assert unmeasured == sorted(failed - {"train/000006", "train/000004", "train/000000"})
+
+
+def test_bulk_selects_the_rows_the_failures_page_counts(fixture_store, tmp_path):
+    """A store's shipped runs count for `runner bulk --error-type` as they do on the pages (issue 13)."""
+    import argparse
+    import shutil
+
+    from runner.bulk import add_arguments, select_rows
+
+    store = tmp_path / "store"
+    shutil.copytree(fixture_store, store)
+    write_results(store, [result("train/000001", "failed", "compile_error")], name="shipped.jsonl")
+    runs_dir = tmp_path / "runs"
+    write_results(runs_dir, [result("train/000002", "failed", "compile_error", finished_at="2025-01-01T00:00:00Z"),
+                             result("train/000002", "ok", median_ms=1.0, finished_at="2025-01-01T00:00:00Z")])
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--error-type", "compile_error"])
+
+    picked = [r[0] for r in select_rows(store, args, runs_dir)]
+    counted = connect(store, runs_dir).execute("failures", Filters(error_type="compile_error").params()).to_pylist()
+    assert picked == ["train/000001"]  # train/000002: same time, the later line (ok) is its latest verdict
+    assert sum(r["rows"] for r in counted if r["error_type"] == "compile_error") == len(picked)
