@@ -8,6 +8,7 @@ import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from queries.filters import Filters
 from ui import charts, context, data, links, widgets
+from ui.labels import error_name
 
 cfg = context.settings()
 info = context.current_store(cfg)
@@ -44,14 +45,15 @@ with right:
     by_split = groups.groupby("split", as_index=False)[["rows", "failed_rows"]].sum()
     charts.show(charts.rate_bars(by_split["split"], by_split["failed_rows"] / by_split["rows"], by_split["rows"],
                                  "Failure rate by split"), key="overview_split_rates")
-    held = groups[groups["holdout_group"].notna()]
+    held = groups[(groups["split"] == "test") & groups["holdout_group"].notna()]  # train rows carry groups too
     if not held.empty:
         charts.show(charts.rate_bars(held["holdout_group"], held["failure_rate"], held["rows"],
                                      "Failure rate by holdout group (test)"), key="overview_holdout_rates")
 
 errors = api.failures(info.path, Filters(split=split)).to_pandas()
 if not errors.empty:
-    charts.show(charts.count_bars(errors["error_type"], errors["rows"], "Failed rows by error type", errors["source"]),
+    charts.show(charts.count_bars(errors["error_type"].map(error_name), errors["rows"],
+                                  "Failed rows by cause (latest re-run, else static finding)", errors["source"]),
                 key="overview_errors")
     st.page_link(links.page_file("failures"), label="Explore failures", icon=":material/arrow_forward:",
                  query_params={"split": split} if split else None)

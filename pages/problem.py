@@ -8,6 +8,7 @@ import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from queries.filters import Filters
 from ui import charts, context, data, links, widgets
+from ui.labels import error_name
 
 cfg = context.settings()
 info = context.current_store(cfg)
@@ -67,7 +68,8 @@ with right:
     if failures.empty:
         st.caption("No failures recorded for this problem.")
     else:
-        charts.show(charts.count_bars(failures["error_type"], failures["rows"], "Error types", failures["source"]),
+        charts.show(charts.count_bars(failures["error_type"].map(error_name), failures["rows"],
+                                      "Failed rows by cause", failures["source"]),
                     key="problem_errors")
 
 st.subheader("Fastest candidates")

@@ -220,3 +220,44 @@ def test_runs_page_shows_measured_results(env, fixture_store, tmp_path):
     frames = [d.value for d in at.dataframe]
     assert any("syntax_error" in set(df.get("measured", [])) for df in frames)
     assert any(list(df.get("runs", [])) == [2] for df in frames)
+
+
+def chart_data(at: AppTest, title_start: str) -> list[dict]:
+    """The Plotly traces of the chart whose title starts with `title_start`."""
+    import json
+
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        title = spec["layout"].get("title", {}).get("text", "")
+        if title.startswith(title_start):
+            return spec["data"]
+    raise AssertionError(f"no chart titled {title_start!r}")
+
+
+def test_overview_holdout_rates_count_test_rows_only(env, ui_store):
+    env(ui_store)
+    at = open_page("overview")
+    no_exception(at)
+    bars = chart_data(at, "Failure rate by holdout group")[0]
+    assert len(bars["y"]) == 3  # one bar per group, not one per (split, group)
+    # ui_store: 4 test rows per group, 1 of them (variant 2) without a label; train rows carry groups too
+    assert dict(zip(bars["y"], bars["x"], strict=True)) == {
+        "full_holdout": pytest.approx(0.25), "half_holdout": pytest.approx(0.25), "ninety_holdout": pytest.approx(0.25)}
+
+
+def test_failures_count_each_row_once_and_name_no_static_finding(env, ui_store, tmp_path):
+    from tests.queries_helpers import result, write_results
+
+    env(ui_store)
+    write_results(tmp_path / "runs", [result("train/000006", "failed", "compile_error")])
+    at = open_page("failures")
+    no_exception(at)
+    counts = at.dataframe[0].value
+    assert "no static finding" in set(counts["cause"]) and "ok_static" not in set(counts["cause"])
+    assert counts["rows"].sum() == 9  # the 9 rows of ui_store without a label, each once
+    assert ("measured", "compile_error") in set(zip(counts["source"], counts["cause"], strict=True))
+    assert "python -m runner bulk --store" in at.code[0].value and "--status failed" in at.code[0].value
+    at.selectbox(key="fail_source").set_value("measured").run()
+    no_exception(at)
+    assert set(at.dataframe[0].value["source"]) == {"measured"}
+    assert at.dataframe[0].value["rows"].sum() == 1

@@ -14,7 +14,7 @@ from ui import context
 _POLL_S = 1.0
 
 
-def _client(cfg):
+def client_of(cfg):
     from runner.client import resolve_token
 
     token = cfg.runner_token or resolve_token(cfg.runs_dir)
@@ -32,7 +32,7 @@ def rerun_panel(row_id: str, label_y: float | None, cfg) -> None:
     if cfg.read_only:
         return
     st.subheader("Re-run")
-    client = _client(cfg)
+    client = client_of(cfg)
     try:
         health = client.health()
     except RunnerUnavailable as error:
@@ -153,4 +153,4 @@ def show_verdict(job: dict, label_y: float | None, unit: str) -> None:
 
 def runner_jobs(cfg, limit: int = 50) -> list[dict]:
     """Recent jobs of the configured runner (raises RunnerUnavailable / RunnerError)."""
-    return _client(cfg).jobs(limit=limit)
+    return client_of(cfg).jobs(limit=limit)
