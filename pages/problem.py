@@ -56,7 +56,10 @@ cols[3].metric(f"fastest ({cfg.label_unit})", widgets.fmt_label(summary.get("y_m
 
 left, right = st.columns([3, 2])
 with left:
-    kind = st.segmented_control("View", ["histogram", "ecdf", "box"], default="histogram", key="dist_kind") or "histogram"
+    kinds = ["histogram", "ecdf", "box"]
+    kind = links.param("view") if links.param("view") in kinds else "histogram"
+    kind = st.segmented_control("View", kinds, default=kind, key="dist_kind") or "histogram"
+    links.sync_params(view=None if kind == "histogram" else kind)
     latencies = api.problem_latencies(store, problem_key, f)
     ok_rows = latencies.filter(latencies["ok"]) if latencies.num_rows else latencies
     if ok_rows.num_rows:
@@ -87,4 +90,4 @@ widgets.linked_table(board, key="leaderboard", target="row", id_column="id", par
     "y_copies_max": st.column_config.NumberColumn("slowest copy", format="%.4g"),
     "speedup_vs_median": st.column_config.NumberColumn("speedup vs median", format="%.2f×"),
 })
-links.copy_link("problem", problem=problem_key, split=split)
+links.copy_link("problem", problem=problem_key, split=split, view=None if kind == "histogram" else kind)

@@ -261,3 +261,28 @@ def test_failures_count_each_row_once_and_name_no_static_finding(env, ui_store, 
     no_exception(at)
     assert set(at.dataframe[0].value["source"]) == {"measured"}
     assert at.dataframe[0].value["rows"].sum() == 1
+
+
+def test_ecdf_starts_at_one_over_n_and_narrow_histograms_get_ticks():
+    import numpy as np
+    import pyarrow as pa
+
+    from ui import charts
+
+    table = pa.table({"y": [0.1010, 0.1020, 0.1030, 0.1040], "split": ["train"] * 4})
+    ecdf = charts.latency_distribution(table, "ms", kind="ecdf").data[0]
+    assert list(ecdf.y) == [0.25, 0.5, 0.75, 1.0] and list(ecdf.x) == [0.101, 0.102, 0.103, 0.104]
+    hist = charts.latency_distribution(table, "ms", kind="histogram")
+    assert len(hist.layout.xaxis.tickvals) >= 3 and len(set(hist.layout.xaxis.ticktext)) >= 3
+    many = np.sort(np.random.default_rng(0).random(2000)) + 1
+    x, share = charts.ecdf_points(many)
+    assert share[0] == pytest.approx(1 / 2000) and share[-1] == 1.0 and x[0] == many[0] and x[-1] == many[-1]
+
+
+def test_problem_view_choice_is_in_the_link(env, ui_store):
+    env(ui_store)
+    key = problem_key_of(ui_store, "Doubling")
+    at = open_page("problem", problem=key, view="ecdf")
+    no_exception(at)
+    assert at.get("button_group")[0].value == "ecdf"
+    assert "view=ecdf" in at.code[-1].value

@@ -50,20 +50,37 @@ def log_histogram(bins, unit: str) -> go.Figure:
     return _layout(fig)
 
 
+_MIN_TICKS = 3
+
+
 def _log_ticks(lo: float, hi: float) -> dict:
-    """Tick positions/labels for an axis that holds log10 values: 1-2-5 steps within the range."""
+    """Tick positions/labels for an axis that holds log10 values: 1-2-5 steps within the range, or five evenly
+    spaced ticks when the range is too narrow for three of those."""
     ticks = [e + math.log10(m) for e in range(math.floor(lo) - 1, math.ceil(hi) + 1) for m in (1, 2, 5)]
-    ticks = [t for t in ticks if lo - 1e-9 <= t <= hi + 1e-9] or [lo]
-    return dict(tickvals=ticks, ticktext=[f"{10**t:.3g}" for t in ticks])
+    ticks = [t for t in ticks if lo - 1e-9 <= t <= hi + 1e-9]
+    if len(ticks) < _MIN_TICKS:
+        ticks = [float(t) for t in np.linspace(lo, hi, 5)]
+    digits = max(3, 2 + math.ceil(-math.log10(max(10**hi - 10**lo, 1e-300) / max(10**hi, 1e-300))))
+    return dict(tickvals=ticks, ticktext=[f"{10**t:.{digits}g}" for t in ticks])
 
 
 _MAX_ECDF_POINTS = 500
 
 
+def ecdf_points(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(x, share of values <= x) of sorted `values`: the i-th smallest at i/n (the fastest at 1/n, never 0);
+    past `_MAX_ECDF_POINTS` values, that many evenly spaced shares with their inverted-CDF quantiles."""
+    n = len(values)
+    if n <= _MAX_ECDF_POINTS:
+        return values, np.arange(1, n + 1) / n
+    probs = np.linspace(1 / n, 1, _MAX_ECDF_POINTS)
+    return np.quantile(values, probs, method="inverted_cdf"), probs
+
+
 def _ecdf_trace(values: np.ndarray, name: str) -> go.Scatter:
-    """An ECDF on at most `_MAX_ECDF_POINTS` points (evenly spaced quantiles), so big problems stay light."""
-    probs = np.linspace(0, 1, min(len(values), _MAX_ECDF_POINTS))
-    return go.Scatter(x=np.quantile(values, probs), y=probs, mode="lines", name=name, line_shape="hv",
+    """An ECDF on at most `_MAX_ECDF_POINTS` points, so big problems stay light."""
+    x, probs = ecdf_points(values)
+    return go.Scatter(x=x, y=probs, mode="lines+markers" if len(x) <= 50 else "lines", name=name, line_shape="hv",
                       hovertemplate="%{y:.0%} ≤ %{x:.4g}<extra>%{fullData.name}</extra>")
 
 
