@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from queries.filters import Filters
-from ui import context, links, rerun, widgets
+from ui import context, links, queue, widgets
 
 cfg = context.settings()
 store = context.store_path()
@@ -18,25 +17,7 @@ st.subheader("Runner queue")
 if cfg.read_only:
     st.caption("Read-only mode: the explorer does not talk to a runner.")
 else:
-    from runner.client import RunnerError, RunnerUnavailable
-
-    try:
-        jobs = rerun.runner_jobs(cfg)
-    except (RunnerUnavailable, RunnerError) as error:
-        st.info(f"No runner service answers at `{cfg.runner_url}` ({error}). Start one with `python -m runner serve`.")
-    else:
-        if not jobs:
-            st.caption("The runner has no jobs yet.")
-        else:
-            frame = pd.DataFrame(
-                [{"job": j.get("id"), "state": j.get("state"), "row": j.get("row_id"),
-                  "verdict": (j.get("result") or {}).get("status"),
-                  "error_type": (j.get("result") or {}).get("error_type"),
-                  "submitted": j.get("submitted_at") or j.get("created_at")} for j in jobs]
-            )
-            counts = frame["state"].value_counts()
-            st.caption(" · ".join(f"{state}: {n}" for state, n in counts.items()))
-            st.dataframe(frame, hide_index=True, key="runner_jobs")
+    queue.queue_panel(cfg)
 
 split = widgets.choice("Split", ["train", "test"], "split", key="runs_split", container=st.sidebar)
 f = Filters(split=split)

@@ -202,6 +202,11 @@ def test_rerun_against_a_runner_service(env, ui_store, runner):
     assert verdicts, "no verdict within 90 s"
     assert "correct" in verdicts[0], verdicts  # the Doubling candidate is right
     assert "cpu-interpreter" in " ".join(c.value for c in at.caption)
+    runs = open_page("runs")
+    no_exception(runs)
+    queue = next(d.value for d in runs.dataframe if "state" in d.value.columns)
+    assert queue["row"].iloc[0] == "train/000001" and queue["submitted"].iloc[0].endswith(" UTC")
+    assert "0 queued, 0 running" in " ".join(c.value for c in runs.caption)
 
 
 def test_runs_page_shows_measured_results(env, fixture_store, tmp_path):
@@ -286,3 +291,21 @@ def test_problem_view_choice_is_in_the_link(env, ui_store):
     no_exception(at)
     assert at.get("button_group")[0].value == "ecdf"
     assert "view=ecdf" in at.code[-1].value
+
+
+def test_job_table_reads_like_a_queue():
+    from ui.queue import jobs_frame
+
+    now = time.time()
+    frame = jobs_frame([
+        {"id": "a", "state": "running", "row_id": None, "program_sha256": "ab" * 32, "created_at": now - 5,
+         "started_at": now - 3, "finished_at": None, "options": {"profile": "kernelbench"}, "result": None},
+        {"id": "b", "state": "done", "row_id": "train/000001", "created_at": 0.0, "started_at": 1.0,
+         "finished_at": 3.5, "result": {"status": "failed", "error_type": "compile_error",
+                                        "method": {"profile": "kernelbench-strict"}}},
+    ])
+    assert list(frame["row"]) == ["program abababababab", "train/000001"]
+    assert frame["submitted"].iloc[1] == "1970-01-01 00:00:00 UTC"
+    assert frame["duration_s"].iloc[0] >= 3 and frame["duration_s"].iloc[1] == 2.5
+    assert frame["verdict"].isna().iloc[0] and frame["verdict"].iloc[1] == "compile_error"
+    assert list(frame["profile"]) == ["kernelbench", "kernelbench-strict"]
