@@ -236,10 +236,14 @@ def _first_line(node: ast.stmt) -> int:
 
 
 def _reference_end(lines: list[str], first_line: int) -> int:
-    """Character offset where the candidate starts: its first line, pulled up over comments just above it."""
+    """Character offset where the candidate starts: its first line, pulled up over the comments above it (a
+    candidate's header such as `# Speedup: 1.05x`, blank lines between them included); blank lines right after the
+    reference's code stay with the reference."""
     index = first_line - 1
-    while index > 0 and lines[index - 1].lstrip().startswith("#"):
+    while index > 0 and (lines[index - 1].lstrip().startswith("#") or not lines[index - 1].strip()):
         index -= 1
+    while index < first_line - 1 and not lines[index].strip():
+        index += 1
     return sum(len(s) for s in lines[:index])
 
 

@@ -23,6 +23,7 @@ RUNS_SCHEMA = pa.schema(
         ("error_type", pa.string()),
         ("message", pa.string()),
         ("exception", pa.string()),
+        ("traceback", pa.string()),
         ("correct_trials", pa.int64()),
         ("trials", pa.int64()),
         ("max_abs_diff", pa.float64()),
@@ -37,6 +38,10 @@ RUNS_SCHEMA = pa.schema(
         ("speedup", pa.float64()),
         ("flags", pa.list_(pa.string())),
         ("method", pa.string()),
+        ("profile", pa.string()),
+        ("atol", pa.float64()),
+        ("rtol", pa.float64()),
+        ("tolerance_passed", pa.float64()),
         ("device", pa.string()),
         ("gpu", pa.string()),
         ("program_sha256", pa.string()),
@@ -77,6 +82,19 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
+TRACEBACK_LINES = 30
+
+
+def _trimmed(text: str | None) -> str | None:
+    """A traceback's last `TRACEBACK_LINES` lines (where the error is), marked when lines were cut."""
+    if text is None:
+        return None
+    lines = text.rstrip().splitlines()
+    if len(lines) <= TRACEBACK_LINES:
+        return "\n".join(lines)
+    return f"… {len(lines) - TRACEBACK_LINES} earlier lines cut …\n" + "\n".join(lines[-TRACEBACK_LINES:])
+
+
 def _timing(value: object) -> dict:
     return value if isinstance(value, dict) else {}
 
@@ -86,6 +104,7 @@ def flatten_result(obj: dict, results_file: str, line: int) -> dict:
     timing = _timing(obj.get("timing"))
     ref_timing = _timing(obj.get("ref_timing"))
     system = obj.get("system") if isinstance(obj.get("system"), dict) else {}
+    method = obj.get("method") if isinstance(obj.get("method"), dict) else {}
     flags = obj.get("flags")
     if isinstance(flags, dict):
         flags = [name for name, on in flags.items() if on]
@@ -96,6 +115,7 @@ def flatten_result(obj: dict, results_file: str, line: int) -> dict:
         "error_type": _text(obj.get("error_type")),
         "message": _text(obj.get("message")),
         "exception": _text(obj.get("exception")),
+        "traceback": _trimmed(_text(obj.get("traceback"))),
         "correct_trials": _integer(obj.get("correct_trials")),
         "trials": _integer(obj.get("trials")),
         "max_abs_diff": _number(obj.get("max_abs_diff")),
@@ -110,6 +130,10 @@ def flatten_result(obj: dict, results_file: str, line: int) -> dict:
         "speedup": _number(obj.get("speedup")),
         "flags": [str(flag) for flag in flags] if isinstance(flags, list) else [],
         "method": _text(obj.get("method")),
+        "profile": _text(method.get("profile")),
+        "atol": _number(method.get("atol")),
+        "rtol": _number(method.get("rtol")),
+        "tolerance_passed": _number(obj.get("tolerance_passed")),
         "device": _text(obj.get("device")),
         "gpu": _text(system.get("gpu") or system.get("gpu_name")),
         "program_sha256": _text(obj.get("program_sha256")),

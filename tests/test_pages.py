@@ -191,6 +191,13 @@ def test_rerun_against_a_runner_service(env, ui_store, runner):
     env(ui_store, TLX_RUNNER_URL=url, TLX_RUNNER_TOKEN=token, TLX_RUNS_DIR=str(runs))
     at = open_page("row", row="train/000001")
     no_exception(at)
+    profile = at.selectbox(key="rerun_profile::train/000001")
+    assert profile.options == ["kernelbench (default: torch flags, atol = rtol = 1e-2)",
+                               "kernelbench-strict (fp32 1e-4, TF32 off)", "custom tolerance"]
+    profile.set_value("custom").run()
+    assert [n.label for n in at.number_input] == ["atol", "rtol"] and at.number_input[0].value == 0.01
+    at.selectbox(key="rerun_profile::train/000001").set_value("kernelbench").run()
+    assert not at.number_input
     at.button(key="rerun::train/000001").click().run()
     no_exception(at)
     deadline = time.monotonic() + 90
@@ -309,3 +316,55 @@ def test_job_table_reads_like_a_queue():
     assert frame["duration_s"].iloc[0] >= 3 and frame["duration_s"].iloc[1] == 2.5
     assert frame["verdict"].isna().iloc[0] and frame["verdict"].iloc[1] == "compile_error"
     assert list(frame["profile"]) == ["kernelbench", "kernelbench-strict"]
+
+
+def test_row_page_shows_latest_verdict_and_history(env, ui_store, tmp_path):
+    from tests.queries_helpers import result, write_results
+
+    env(ui_store)
+    failed = result("train/000004", "failed", "compile_error", finished_at="2025-01-02T00:00:00Z")
+    failed |= {"traceback": "\n".join(f"frame {i}" for i in range(100)) + "\nCompilationError: at 3:4",
+               "exception": "CompilationError", "message": "at 3:4: bad type", "system": {"gpu": "NVIDIA H200"},
+               "method": {"name": "test", "profile": "kernelbench"}}
+    write_results(tmp_path / "runs", [result("train/000004", "ok", median_ms=0.5, finished_at="2025-01-01T00:00:00Z"),
+                                      failed])
+    at = open_page("row", row="train/000004")
+    no_exception(at)
+    assert at.subheader[0].value == "Latest verdict"
+    latest = at.error[0].value
+    assert "failed: compile_error" in latest and "NVIDIA H200" in latest and "kernelbench" in latest
+    assert "at 3:4: bad type" in " ".join(m.value for m in at.markdown)
+    trace = next(c.value for c in at.code if "CompilationError: at 3:4" in c.value)
+    assert "frame 99" in trace and "frame 10\n" not in trace and "earlier lines cut" in trace
+    history = next(d.value for d in at.dataframe if "finished_at" in d.value.columns)
+    assert list(history["status"]) == ["failed", "ok"]
+
+
+def test_row_page_says_when_its_code_shard_is_missing(env, tmp_path):
+    import shutil
+
+    store = build_store(tmp_path / "broken")
+    for part in (store / "code").glob("*.parquet"):
+        part.unlink()
+    env(store)
+    at = open_page("row", row="train/000001")
+    no_exception(at)
+    assert any("cannot be read from the store" in e.value and "part-" in e.value for e in at.error)
+    assert at.title[0].value != "No usable store" and at.metric  # the index row still shows
+    shutil.rmtree(store)
+
+
+def test_diff_is_coloured_folded_and_has_a_unified_view(env, ui_store):
+    from ui.code import FOLD_CONTEXT, side_by_side_html
+
+    same = "\n".join(f"x{i} = {i}" for i in range(20))
+    folded = side_by_side_html(same + "\na = 1", same + "\na = 2", "l", "r")
+    assert f"⋯ {20 - 2 * FOLD_CONTEXT} unchanged lines ⋯" in folded and '<span class="c-num">' in folded
+    assert "unchanged lines" not in side_by_side_html(same, same, "l", "r", fold=False)
+    env(ui_store)
+    at = open_page("row", row="train/000001")
+    no_exception(at)
+    assert 'href="#tlx-kernel-k1_0"' in diff_text(at) and 'id="tlx-kernel-k1_0"' in diff_text(at)
+    at.get("button_group")[0].set_value("unified").run()
+    no_exception(at)
+    assert any(c.value.startswith("--- reference (Model)") for c in at.code)

@@ -172,3 +172,14 @@ def test_large_program_parses_quickly():
     p = parse_program(x)
     assert time.perf_counter() - started < 5
     assert p.static_error == "ok_static" and len(p.kernels) == 6001
+
+
+def test_candidate_header_comments_stay_with_the_candidate():
+    """A candidate that opens with comments and blank lines (`# Speedup: 1.05x`) keeps them on its side."""
+    candidate = ("# Speedup: 1.05x\n# Optimized Triton code for ReLU\n\nimport triton\nimport triton.language as tl\n\n"
+                 "@triton.jit\ndef k(x_ptr):\n    pass\n\n\nclass ModelNew(nn.Module):\n    pass\n")
+    x = REF + "\n\n" + candidate
+    p = parse_program(x)
+    assert p.reference + p.candidate == x
+    assert p.candidate == candidate and p.reference.endswith("return [3]\n\n\n")
+    assert p.problem_key == parse_program(REF + candidate.replace("# Speedup: 1.05x\n", "")).problem_key
