@@ -26,7 +26,8 @@ SQL_DIR = Path(__file__).resolve().parent / "sql"
 
 REQUIRED_INDEX_COLUMNS = (
     "id", "split", "row", "problem_key", "problem_id", "holdout_group", "title", "level", "y", "ok",
-    "static_error", "n_kernels", "kernel_names", "autotuned", "candidate_key", "n_chars", "code_shard", "code_rg",
+    "static_error", "n_kernels", "kernel_names", "autotuned", "candidate_key", "n_chars", "program_sha256",
+    "code_shard", "code_rg",
 )
 
 

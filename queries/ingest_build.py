@@ -38,7 +38,7 @@ INDEX_SCHEMA = pa.schema([
     ("static_error", pa.string()), ("parse_mode", pa.string()), ("n_kernels", pa.int32()),
     ("kernel_names", pa.list_(pa.string())), ("autotuned", pa.bool_()), ("candidate_key", pa.string()),
     ("n_chars", pa.int64()), ("ref_chars", pa.int64()), ("cand_chars", pa.int64()),
-    ("code_shard", pa.int32()), ("code_rg", pa.int32()),
+    ("program_sha256", pa.string()), ("code_shard", pa.int32()), ("code_rg", pa.int32()),
 ])
 
 

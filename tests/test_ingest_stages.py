@@ -4,6 +4,7 @@ later, interrupted or failed."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -21,6 +22,7 @@ from queries.settings import REPO_ROOT
 from queries.store import Store, sample_files
 from queries.syntax_check import SyntaxCheckError, check_syntax
 from queries.text_rules import program_candidate_key
+from runner.jobs import program_sha256 as runner_program_sha256
 from tests.fixtures import REFERENCE, program
 
 RELU_REF = REFERENCE.format(doc="Simple model that performs a ReLU activation.", expr="torch.relu(x)", n=64)
@@ -108,6 +110,25 @@ def test_stage_one_fields_on_tricky_programs(tmp_path):
         assert row["ref_chars"] + row["cand_chars"] == row["n_chars"] == len(text)
         assert row["candidate_key"] == program_candidate_key(text)  # SQL + Python path == the Python definition
         assert row["title"] == parse_program(text).title == "Simple model that performs a ReLU activation."
+
+
+def test_program_sha256_names_the_program_as_the_runner_does(tmp_path):
+    """DuckDB's sha256 of the text (fast read) and of the Python reader's decoded text (binary `x`) both equal the
+    runner's `program_sha256`, also for non-ASCII programs; stage 2 keeps the column."""
+    texts = [program("relu"), program("relu").replace("ReLU", "ReLU – é ✓ 𝄞"), AUTOTUNED]
+    for name, column in (("text", pa.array(texts, pa.string())),
+                         ("binary", pa.array([t.encode() for t in texts], pa.binary()))):
+        src = tmp_path / f"src-{name}" / "train.parquet"
+        src.parent.mkdir()
+        pq.write_table(pa.table({"x": column, "y": [1.0] * len(texts)}), src)
+        ingest([str(src)], tmp_path / name, progress=False)
+        index = pq.read_table(tmp_path / name / "index.parquet")
+        assert index.schema.field("program_sha256").type == pa.string()
+        store = Store(tmp_path / name)
+        for row_id, sha in zip(index["id"].to_pylist(), index["program_sha256"].to_pylist(), strict=True):
+            text = store.program(row_id)
+            assert sha == runner_program_sha256(text) == hashlib.sha256(text.encode("utf-8")).hexdigest()
+        assert sorted(index["program_sha256"].to_pylist()) == sorted(runner_program_sha256(t) for t in texts)
 
 
 def test_candidate_key_ignores_layout_comments_and_docstrings(tmp_path):

@@ -1,5 +1,5 @@
 -- Ingest, stage 1: the index fields of every row of `src` (file_row, x, y, problem_id, holdout_group) by text
--- rules alone; the patterns are bound from queries/text_rules.py, which says what each one means. Rows whose x
+-- rules alone (`program_sha256`: hex sha256 of x's UTF-8 bytes, as the runner's results name a program); the patterns are bound from queries/text_rules.py, which says what each one means. Rows whose x
 -- is null or blank come out with `reject` set. Python finishes each row: the candidate key from `code_parts` (x
 -- split around its comments) past `code_skip` bytes (`code_quotes`: the candidate holds triple quotes), and the
 -- problem key and title once per distinct text before the cut (`ref_hash`, `cut_chars`).
@@ -30,6 +30,7 @@ WITH named AS (
 )
 SELECT file_row, id, split, row, source_file, reject, x, y, problem_id, holdout_group,
        length(x) AS n_chars,
+       sha256(x) AS program_sha256,
        length(before_cut) AS cut_chars,
        hash(before_cut) AS ref_hash,
        string_split_regex(x, $comment) AS code_parts,

@@ -25,6 +25,6 @@ SELECT id, split, row, source_file, problem_key,
        TRY_CAST(regexp_extract(mapped_id, '^(\d+)_', 1) AS INTEGER) AS level,
        y, y IS NOT NULL AS ok, static_error, 'text' AS parse_mode,
        len(kernel_names) AS n_kernels, kernel_names, autotuned, candidate_key,
-       n_chars, ref_chars, n_chars - ref_chars AS cand_chars, code_shard, code_rg
+       n_chars, ref_chars, n_chars - ref_chars AS cand_chars, program_sha256, code_shard, code_rg
 FROM mapped
 ORDER BY id
