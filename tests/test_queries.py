@@ -275,3 +275,20 @@ def test_bulk_selects_the_rows_the_failures_page_counts(fixture_store, tmp_path)
     counted = connect(store, runs_dir).execute("failures", Filters(error_type="compile_error").params()).to_pylist()
     assert picked == ["train/000001"]  # train/000002: same time, the later line (ok) is its latest verdict
     assert sum(r["rows"] for r in counted if r["error_type"] == "compile_error") == len(picked)
+
+
+def test_runs_belong_to_the_program_not_just_the_row_id(fixture_store, tmp_path):
+    """Every store shares the runs folder: a run of `train/000001` of one store is not a run of another store's
+    `train/000001` (issue 15 item 2)."""
+    import hashlib
+
+    from tests.ui_store import build_store
+
+    other = build_store(tmp_path / "other")
+    sha = hashlib.sha256(Store(fixture_store).program("train/000001").encode("utf-8")).hexdigest()
+    runs_dir = tmp_path / "shared-runs"
+    write_results(runs_dir, [result("train/000001", "failed", "compile_error") | {"program_sha256": sha}])
+    assert api.runs(fixture_store, runs_dir)["row_id"].to_pylist() == ["train/000001"]
+    assert api.runs(other, runs_dir).num_rows == 0
+    assert connect(other, runs_dir).execute("row_runs", {"row_id": "train/000001"}).num_rows == 0
+    assert connect(other, runs_dir).execute("failures", Filters(error_source="measured").params()).num_rows == 0
