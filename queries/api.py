@@ -90,8 +90,11 @@ def problem_latencies(store: Path | str, problem_key: str, f: Filters = NO_FILTE
     return connect(store).execute("problem_latencies", _one_problem(problem_key, f), memo=True)
 
 
-def fastest(store: Path | str, problem_key: str, k: int = 20, f: Filters = NO_FILTERS) -> pa.Table:
-    params = {**_one_problem(problem_key, f), "k": max(int(k), 0)}
+def fastest(store: Path | str, problem_key: str, k: int = 20, f: Filters = NO_FILTERS,
+            triton_only: bool = False) -> pa.Table:
+    """The problem's leaderboard (`sql/fastest.sql`): copies folded, the shown row's latest re-run verdict and
+    speedup vs the eager reference; `triton_only` keeps candidates with a Triton kernel."""
+    params = {**_one_problem(problem_key, f), "k": max(int(k), 0), "triton_only": bool(triton_only)}
     return connect(store).execute("fastest", params, memo=True)
 
 

@@ -368,3 +368,20 @@ def test_diff_is_coloured_folded_and_has_a_unified_view(env, ui_store):
     at.get("button_group")[0].set_value("unified").run()
     no_exception(at)
     assert any(c.value.startswith("--- reference (Model)") for c in at.code)
+
+
+def test_leaderboard_hides_candidates_without_a_triton_kernel(env, fixture_store):
+    import pyarrow.parquet as pq
+
+    env(fixture_store)
+    index = pq.read_table(fixture_store / "index.parquet", columns=["id", "problem_key"]).to_pylist()
+    key = next(r["problem_key"] for r in index if r["id"] == "train/000007")  # a labelled row with no kernel
+    at = open_page("problem", problem=key)
+    no_exception(at)
+    board = next(d.value for d in at.dataframe if "verified" in d.value.columns)
+    assert "train/000007" not in set(board["id"]) and list(board.columns[2:5]) == [
+        "id", "speedup_vs_reference", "verified"]
+    at.toggle(key="triton_only").set_value(False).run()
+    no_exception(at)
+    board = next(d.value for d in at.dataframe if "verified" in d.value.columns)
+    assert "train/000007" in set(board["id"]) and "all_candidates=1" in at.code[-1].value

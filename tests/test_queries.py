@@ -292,3 +292,18 @@ def test_runs_belong_to_the_program_not_just_the_row_id(fixture_store, tmp_path)
     assert api.runs(other, runs_dir).num_rows == 0
     assert connect(other, runs_dir).execute("row_runs", {"row_id": "train/000001"}).num_rows == 0
     assert connect(other, runs_dir).execute("failures", Filters(error_source="measured").params()).num_rows == 0
+
+
+def test_leaderboard_triton_only_with_measured_verdicts(fixture_store, tmp_path):
+    key = api.row(fixture_store, "train/000007").meta["problem_key"]  # its only label without a Triton kernel
+    runs_dir = tmp_path / "board"
+    write_results(runs_dir, [result("train/000007", "ok", median_ms=2.0) | {"speedup": 0.53}])
+    db = connect(fixture_store, runs_dir)
+    params = {**Filters(problem_key=key).params(), "k": 20}
+    everything = db.execute("fastest", {**params, "triton_only": False}).to_pylist()
+    triton = db.execute("fastest", {**params, "triton_only": True}).to_pylist()
+    assert "train/000007" in [r["id"] for r in everything] and "train/000007" not in [r["id"] for r in triton]
+    assert all(r["n_kernels"] > 0 for r in triton) and len(triton) == len(everything) - 1
+    shown = next(r for r in everything if r["id"] == "train/000007")
+    assert (shown["verified"], shown["speedup_vs_reference"], shown["measured_ms"]) == ("correct", 0.53, 2.0)
+    assert all(r["verified"] is None for r in everything if r["id"] != "train/000007")
