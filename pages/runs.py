@@ -29,6 +29,24 @@ if per_row.empty:
     st.info("No re-run results yet. Re-run rows from their page, or in bulk with `python -m runner bulk`.")
     st.stop()
 widgets.linked_table(per_row, key="runs_rows", target="row", id_column="row_id", param="row")
+st.subheader("Agreement with the labels")
+st.caption("The labels' harness is unknown. Per evaluation profile, each re-run row's latest verdict under it "
+           "against its label: `label+ok` / `null+failed` agree, `label+failed` / `null+ok` do not; ratio = "
+           "measured median / label. The profile with the highest agreement and the tightest ratios is the one "
+           "that reproduces the labels (`python -m queries agreement --store DIR` prints the same).")
+agree = api.agreement(store, cfg.runs_dir, f).to_pandas()
+st.dataframe(agree, hide_index=True, key="runs_agreement", column_config={
+    "rows": st.column_config.NumberColumn("rows re-run", format="%d"),
+    "label_ok_measured_ok": st.column_config.NumberColumn("label + correct", format="%d"),
+    "label_ok_measured_failed": st.column_config.NumberColumn("label + failed", format="%d"),
+    "label_null_measured_ok": st.column_config.NumberColumn("no label + correct", format="%d"),
+    "label_null_measured_failed": st.column_config.NumberColumn("no label + failed", format="%d"),
+    "agreement": st.column_config.NumberColumn("agreement", format="percent"),
+    "rows_with_ratio": st.column_config.NumberColumn("rows with a ratio", format="%d"),
+    "ratio_p10": st.column_config.NumberColumn("ratio p10", format="%.3g"),
+    "ratio_median": st.column_config.NumberColumn("ratio median", format="%.3g"),
+    "ratio_p90": st.column_config.NumberColumn("ratio p90", format="%.3g"),
+})
 st.subheader("Per problem")
 per_problem = api.runs_by_problem(store, cfg.runs_dir, f).to_pandas()
 widgets.linked_table(per_problem, key="runs_problems", target="problem", id_column="problem_key", param="problem")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from queries.agreement import agreement
 from queries.console import ConsoleError, console
 from queries.db import QueryTimeout, connect
 from queries.detail import RowDetail, row
@@ -21,7 +22,7 @@ from queries.search import SearchError, SearchResult, search_code
 from queries.store import StoreError
 
 __all__ = [
-    "ConsoleError", "ExportError", "Filters", "Overview", "QueryTimeout", "RowDetail", "SearchError", "SearchResult",
+    "agreement", "ConsoleError", "ExportError", "Filters", "Overview", "QueryTimeout", "RowDetail", "SearchError", "SearchResult",
     "StoreError", "console", "export", "failure_examples", "failures", "fastest", "overlap", "overlap_summary",
     "overview", "problem_latencies", "problem_summary", "problems", "row", "runs", "runs_by_problem",
     "runs_reproducibility", "runs_static_vs_measured", "search_code", "selected_rows", "unmeasured_failures",

@@ -228,7 +228,10 @@ def test_runs_page_shows_measured_results(env, fixture_store, tmp_path):
     at = open_page("runs")
     no_exception(at)
     headers = [h.value for h in at.subheader]
-    assert {"Measured vs label, per row", "Static check vs measured verdict", "Reproducibility"} <= set(headers)
+    assert {"Measured vs label, per row", "Agreement with the labels", "Static check vs measured verdict",
+            "Reproducibility"} <= set(headers)
+    agreement = next(d.value for d in at.dataframe if "agreement" in d.value.columns)
+    assert agreement["rows"].sum() == 2 and agreement["label_ok_measured_ok"].sum() == 1
     frames = [d.value for d in at.dataframe]
     assert any("syntax_error" in set(df.get("measured", [])) for df in frames)
     assert any(list(df.get("runs", [])) == [2] for df in frames)

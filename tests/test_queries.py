@@ -307,3 +307,31 @@ def test_leaderboard_triton_only_with_measured_verdicts(fixture_store, tmp_path)
     shown = next(r for r in everything if r["id"] == "train/000007")
     assert (shown["verified"], shown["speedup_vs_reference"], shown["measured_ms"]) == ("correct", 0.53, 2.0)
     assert all(r["verified"] is None for r in everything if r["id"] != "train/000007")
+
+
+def test_agreement_with_the_labels_per_profile(fixture_store, tmp_path):
+    import subprocess
+    import sys
+
+    runs_dir = tmp_path / "agree"
+    loose, strict = {"method": {"profile": "kernelbench"}}, {"method": {"profile": "kernelbench-strict"}}
+    write_results(runs_dir, [
+        result("train/000000", "ok", median_ms=0.02) | loose,  # label 0.01: agrees, ratio 2
+        result("train/000001", "ok", median_ms=0.016) | loose,  # label 0.008: agrees, ratio 2
+        result("train/000004", "failed", "output_mismatch") | loose,  # label null: agrees
+        result("train/000000", "failed", "output_mismatch") | strict,  # label present: disagrees
+        result("train/000004", "ok", median_ms=1.0) | strict,  # label null: disagrees
+        result("train/000001", "ok", median_ms=0.016),  # no profile recorded
+    ])
+    rows = {r["profile"]: r for r in api.agreement(fixture_store, runs_dir).to_pylist()}
+    assert set(rows) == {"kernelbench", "kernelbench-strict", "(not recorded)"}
+    kb, st = rows["kernelbench"], rows["kernelbench-strict"]
+    assert (kb["rows"], kb["label_ok_measured_ok"], kb["label_null_measured_failed"], kb["agreement"]) == (3, 2, 1, 1.0)
+    assert kb["ratio_median"] == pytest.approx(2.0) and kb["rows_with_ratio"] == 2
+    assert (st["label_ok_measured_failed"], st["label_null_measured_ok"], st["agreement"]) == (1, 1, 0.0)
+    only = api.agreement(fixture_store, runs_dir, profile="kernelbench-strict")
+    assert only["profile"].to_pylist() == ["kernelbench-strict"]
+    cli = subprocess.run([sys.executable, "-m", "queries", "agreement", "--store", str(fixture_store),
+                          "--runs-dir", str(runs_dir), "--profile", "kernelbench"],
+                         capture_output=True, text=True, timeout=60, check=True)
+    assert "kernelbench" in cli.stdout and "100.0%" in cli.stdout and "strict" not in cli.stdout
