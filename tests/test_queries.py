@@ -335,3 +335,23 @@ def test_agreement_with_the_labels_per_profile(fixture_store, tmp_path):
                           "--runs-dir", str(runs_dir), "--profile", "kernelbench"],
                          capture_output=True, text=True, timeout=60, check=True)
     assert "kernelbench" in cli.stdout and "100.0%" in cli.stdout and "strict" not in cli.stdout
+
+
+def test_problem_titles_are_unique_per_key(tmp_path):
+    import pyarrow as pa
+
+    from queries.ingest import ingest
+    from tests.fixtures import render
+
+    programs = [render("Elementwise op.", "torch.relu(x)", 64, "tl.maximum(x, 0.0)"),
+                render("Elementwise op.", "x * 2", 64, "x * 2.0"),
+                render("Elementwise op.", "x * 2", 64, "x * 2.0", block=128)]
+    source = tmp_path / "src" / "train.parquet"
+    source.parent.mkdir()
+    pq.write_table(pa.table({"x": programs, "y": pa.array([1.0, 2.0, 3.0], pa.float64())}), source)
+    ingest([str(source)], tmp_path / "store", progress=False, workers=1)
+    problems = api.problems(tmp_path / "store").to_pylist()
+    titles = [p["title"] for p in problems]
+    assert len(problems) == 2 and len(set(titles)) == 2
+    assert all(t.startswith("Elementwise op. · 64×64 · ") for t in titles)  # shared name + key prefix
+    assert all(p["title"].endswith(p["problem_key"][:6]) for p in problems)
