@@ -8,6 +8,7 @@ import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from queries.filters import Filters
 from ui import context, links, queue, widgets
+from ui.labels import error_name
 
 cfg = context.settings()
 store = context.store_path()
@@ -52,7 +53,14 @@ per_problem = api.runs_by_problem(store, cfg.runs_dir, f).to_pandas()
 widgets.linked_table(per_problem, key="runs_problems", target="problem", id_column="problem_key", param="problem")
 st.subheader("Static check vs measured verdict")
 st.caption("Rows per (error found at ingest without running, latest measured verdict): what static checks catch.")
-st.dataframe(api.runs_static_vs_measured(store, cfg.runs_dir, f).to_pandas(), hide_index=True)
+cross = api.runs_static_vs_measured(store, cfg.runs_dir, f).to_pandas()
+cross["static_error"] = cross["static_error"].map(error_name)
+cross["measured"] = cross["measured"].map(lambda v: "correct" if v == "ok" else error_name(v))
+st.dataframe(cross, hide_index=True, key="runs_static_vs_measured", column_config={
+    "static_error": st.column_config.TextColumn("static finding (ingest)"),
+    "measured": st.column_config.TextColumn("latest measured verdict"),
+    "rows": st.column_config.NumberColumn(format="%d"),
+})
 st.subheader("Reproducibility")
 st.caption("Rows timed more than once: spread of their measured medians (cv = std / mean across runs).")
 repeated = api.runs_reproducibility(store, cfg.runs_dir, f).to_pandas()

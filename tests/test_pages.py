@@ -388,3 +388,22 @@ def test_leaderboard_hides_candidates_without_a_triton_kernel(env, fixture_store
     no_exception(at)
     board = next(d.value for d in at.dataframe if "verified" in d.value.columns)
     assert "train/000007" in set(board["id"]) and "all_candidates=1" in at.code[-1].value
+
+
+def test_tables_lead_with_titles_hide_hashes_and_count_in_words(env, ui_store):
+    import json
+
+    env(ui_store)
+    at = open_page("problems", q="Doubling")
+    no_exception(at)
+    assert any(c.value.startswith("1 problem ·") for c in at.caption)
+    table = next(d for d in at.dataframe if "distribution" in d.value.columns)
+    assert list(table.value.columns[:2]) == ["open", "title"]
+    config = json.loads(table.proto.columns)
+    assert config["problem_key"]["hidden"] is True and config["failure_rate"]["label"] == "failure rate"
+    at = open_page("failures")
+    examples = next(d for d in at.dataframe if "static_error" in d.value.columns)
+    config = json.loads(examples.proto.columns)
+    assert list(examples.value.columns[:3]) == ["open", "title", "id"]
+    assert (config["n_chars"]["label"], config["n_kernels"]["label"]) == ("program (chars)", "kernels")
+    assert config["problem_key"]["hidden"] is True

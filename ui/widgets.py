@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 import streamlit as st
 
-from ui import links
+from ui import columns, links
+from ui.labels import error_name
 
 ALL = "(all)"
 
@@ -94,13 +95,21 @@ def linked_table(
     column_config: dict | None = None,
     height: int | str = "auto",
 ) -> None:
-    """A dataframe with an "open" link per row; selecting a row switches to `target` with `param=<id>`."""
+    """A dataframe with an "open" link per row; selecting a row switches to `target` with `param=<id>`. Columns
+    are named and formatted by `ui.columns` (hashes hidden, title and metrics first) unless `column_config`
+    says otherwise."""
     if df.empty:
         st.info("No rows match.")
         return
-    df = df.copy()
+    df = columns.front(df.copy())
+    for name in ("static_error", "measured_error", "error_type"):
+        if name in df.columns:
+            df[name] = df[name].map(lambda v: error_name(v) if isinstance(v, str) else v)
     df.insert(0, "open", [links.href(target, **{param: v}) for v in df[id_column]])
-    config = {"open": st.column_config.LinkColumn("open", display_text="open", width="small")}
+    from queries.settings import load_settings
+
+    config = columns.standard(load_settings().label_unit)
+    config["open"] = st.column_config.LinkColumn("open", display_text="open", width="small")
     config.update(column_config or {})
     event = st.dataframe(
         df, key=key, hide_index=True, column_config=config, on_select="rerun", selection_mode="single-row",
