@@ -3,8 +3,12 @@ metrics a reader compares first. `linked_table` applies these; a page's own `col
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
 import streamlit as st
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 HIDDEN = ("problem_key", "candidate_key", "result_id", "program_sha256", "code_shard", "code_rg", "results_file",
           "line", "method")

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import streamlit as st
 
 from ui import columns, links
 from ui.labels import error_name
+
+if TYPE_CHECKING:  # pandas loads on the first table, not with every page (cold start)
+    import pandas as pd
 
 ALL = "(all)"
 
@@ -122,6 +126,6 @@ def linked_table(
 
 def fmt_label(value, unit: str) -> str:
     """A label value with its unit, or a dash for a failed row."""
-    if value is None or pd.isna(value):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
     return f"{value:.4g} {unit}"
