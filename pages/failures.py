@@ -42,7 +42,7 @@ if counts.empty:
     st.info("No failures match these filters.")
 else:
     counts.insert(0, "cause", counts["error_type"].map(error_name))
-    left, right = st.columns([2, 3])
+    left, right = st.columns([1, 1])
     with left:
         st.dataframe(counts.drop(columns=["error_type"]), hide_index=True, key="failure_counts", column_config={
             "rows": st.column_config.NumberColumn("failed rows", format="%d"),

@@ -29,7 +29,8 @@ per_row = api.runs(store, cfg.runs_dir, f).to_pandas()
 if per_row.empty:
     st.info("No re-run results yet. Re-run rows from their page, or in bulk with `python -m runner bulk`.")
     st.stop()
-widgets.linked_table(per_row, key="runs_rows", target="row", id_column="row_id", param="row")
+widgets.linked_table(per_row, key="runs_rows", target="row", id_column="row_id", param="row",
+                     column_config={"label_ok": st.column_config.CheckboxColumn("has a label")})
 st.subheader("Agreement with the labels")
 st.caption("The labels' harness is unknown. Per evaluation profile, each re-run row's latest verdict under it "
            "against its label: `label+ok` / `null+failed` agree, `label+failed` / `null+ok` do not; ratio = "
@@ -50,7 +51,8 @@ st.dataframe(agree, hide_index=True, key="runs_agreement", column_config={
 })
 st.subheader("Per problem")
 per_problem = api.runs_by_problem(store, cfg.runs_dir, f).to_pandas()
-widgets.linked_table(per_problem, key="runs_problems", target="problem", id_column="problem_key", param="problem")
+widgets.linked_table(per_problem, key="runs_problems", target="problem", id_column="problem_key", param="problem",
+                     column_config={"label_ok": st.column_config.NumberColumn("with a label", format="%d")})
 st.subheader("Static check vs measured verdict")
 st.caption("Rows per (error found at ingest without running, latest measured verdict): what static checks catch.")
 cross = api.runs_static_vs_measured(store, cfg.runs_dir, f).to_pandas()

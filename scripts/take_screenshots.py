@@ -11,13 +11,14 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tests.ui_services import CHROMIUM, runner_service, streamlit_command, streamlit_server  # noqa: E402
 
+CONSOLE_EXAMPLE = "SELECT title, count(*) AS rows FROM programs GROUP BY title ORDER BY rows DESC"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
 
 
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         ("overview", "/"), ("problems", "/problems"), ("problem", f"/problem?problem={problem}&view=ecdf"),
         ("row", f"/row?row={quote(failed_row, safe='')}"), ("failures", "/failures"),
         ("search", "/search?q=tl.dot"), ("runs", "/runs"), ("export", "/export"),
-        ("sql", "/sql?sql=" + quote("SELECT title, count(*) AS rows FROM programs GROUP BY title ORDER BY rows DESC")),
+        ("sql", "/sql?" + urlencode({"sql": CONSOLE_EXAMPLE})),
     ]
     args.out.mkdir(parents=True, exist_ok=True)
     with runner_service(store, runs) as (runner_url, token):

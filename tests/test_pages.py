@@ -336,7 +336,7 @@ def test_row_page_shows_latest_verdict_and_history(env, ui_store, tmp_path):
     assert at.subheader[0].value == "Latest verdict"
     latest = at.error[0].value
     assert "failed: compile_error" in latest and "NVIDIA H200" in latest and "kernelbench" in latest
-    assert "at 3:4: bad type" in " ".join(m.value for m in at.markdown)
+    assert any(c.value == "at 3:4: bad type" for c in at.code)
     trace = next(c.value for c in at.code if "CompilationError: at 3:4" in c.value)
     assert "frame 99" in trace and "frame 10\n" not in trace and "earlier lines cut" in trace
     history = next(d.value for d in at.dataframe if "finished_at" in d.value.columns)

@@ -63,7 +63,9 @@ def show_latest(run: dict, label_y: float | None, unit: str, source: str) -> Non
         st.info("Launch-bound: the host needs about as long to launch this call as the GPU needs to run it, so the "
                 "GPU waits for Python between kernels and this timing follows host load from run to run.")
     if not ok:
-        st.markdown(f"**{run.get('exception') or 'error'}**: {run.get('message') or ''}")
+        st.markdown(f"**{run.get('exception') or 'error'}**")  # the message is program text: shown as text
+        if run.get("message"):
+            st.code(run["message"], language=None, wrap_lines=True)
         if run.get("traceback"):
             st.code(run["traceback"], language=None)
 
