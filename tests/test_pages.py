@@ -407,3 +407,18 @@ def test_tables_lead_with_titles_hide_hashes_and_count_in_words(env, ui_store):
     assert list(examples.value.columns[:3]) == ["open", "title", "id"]
     assert (config["n_chars"]["label"], config["n_kernels"]["label"]) == ("program (chars)", "kernels")
     assert config["problem_key"]["hidden"] is True
+
+
+def test_failures_page_queues_unmeasured_rows_on_the_runner(env, ui_store, runner):
+    from runner.client import RunnerClient
+
+    url, token, runs = runner
+    env(ui_store, TLX_RUNNER_URL=url, TLX_RUNNER_TOKEN=token, TLX_RUNS_DIR=str(runs))
+    at = open_page("failures", split="test", error="no_model_new")
+    no_exception(at)
+    assert "--split test --status failed --error-type no_model_new" in at.code[0].value
+    at.button(key="fail_bulk").click().run()
+    no_exception(at)
+    assert "Queued 3 jobs" in at.success[0].value  # the 3 test rows without a label, never re-run
+    queued = {j["row_id"] for j in RunnerClient(url, token).jobs()}
+    assert queued == {"test/000006", "test/000007", "test/000008"}  # variant 2 of each problem
