@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import time
@@ -61,10 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.store:
         env["TLX_STORE"] = args.store
     else:
-        from queries.settings import load_settings
-        from queries.store import ensure_sample_store
+        from runner.rows import resolve_store
 
-        ensure_sample_store(load_settings(dict(os.environ)))  # built before the clock starts, as `make run` does
+        resolve_store(None)  # the sample store, built before the clock starts, as `make run` does
     timings: dict[str, float] = {}
     command = serve_app_command if args.preload else streamlit_command
     with streamlit_server(env, command=command) as base, sync_playwright() as pw:

@@ -24,16 +24,14 @@ def preload() -> float:
     import plotly.graph_objects  # noqa: F401
 
     from queries import api
-    from queries.settings import load_settings
-    from queries.store import StoreError, ensure_sample_store
+    from runner.rows import StoreUnavailable, resolve_store
 
-    settings = load_settings()
     try:
-        store = ensure_sample_store(settings) if settings.store_is_sample else settings.store
+        store = resolve_store(None)  # TLX_STORE, else the embedded sample store (built on first use)
         api.overview(store)
         api.failures(store)
         api.problems(store)
-    except (StoreError, OSError, ValueError) as error:  # the app shows the problem to the first visitor
+    except (api.StoreError, StoreUnavailable, OSError, ValueError) as error:  # the app shows it to the visitor
         print(f"[serve] store not preloaded: {error}", file=sys.stderr)
     return time.perf_counter() - started
 

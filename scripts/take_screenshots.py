@@ -7,7 +7,6 @@ a local runner service (CPU interpreter) for the Re-run shot, Debian chromium he
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -37,10 +36,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from queries import api
     from queries.filters import Filters
-    from queries.settings import load_settings
-    from queries.store import ensure_sample_store
+    from runner.rows import resolve_store
 
-    store = ensure_sample_store(load_settings(dict(os.environ)))
+    store = resolve_store(None)  # TLX_STORE, else the embedded sample store
     runs = Path(tempfile.mkdtemp(prefix="tlx-shots-runs-"))
     problem = api.problems(store, sort="candidates").to_pylist()[0]["problem_key"]
     failed = api.failure_examples(store, Filters(error_type="compile_error", error_source="measured"), limit=1)
