@@ -41,12 +41,12 @@ if detail.next_id:
                      query_params={"row": detail.next_id}, help=f"next in the problem's ranking: {detail.next_id}")
 
 label = meta.get("y")
-cols = st.columns(5)
+cols = st.columns(4)
 cols[0].metric(f"label ({cfg.label_unit})", widgets.fmt_label(label, "").strip())
-cols[1].metric("static check", error_name(meta.get("static_error")))
-cols[2].metric("kernels", meta.get("n_kernels", len(parsed.kernels)))
-cols[3].metric("split", meta.get("split") or "—")
-cols[4].metric("characters", f"{meta.get('n_chars') or len(detail.program):,}")
+cols[1].metric("kernels", meta.get("n_kernels", len(parsed.kernels)))
+cols[2].metric("split", meta.get("split") or "—")
+cols[3].metric("characters", f"{meta.get('n_chars') or len(detail.program):,}")
+st.caption(f"static check (ingest, nothing run): **{error_name(meta.get('static_error'))}**")
 
 st.subheader("Latest verdict")
 fresh = rerun.rerun_panel(row_id, cfg)

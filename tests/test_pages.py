@@ -292,6 +292,8 @@ def test_ecdf_starts_at_one_over_n_and_narrow_histograms_get_ticks():
     many = np.sort(np.random.default_rng(0).random(2000)) + 1
     x, share = charts.ecdf_points(many)
     assert share[0] == pytest.approx(1 / 2000) and share[-1] == 1.0 and x[0] == many[0] and x[-1] == many[-1]
+    curve = charts.quantile_curve(pa.table({"q": [0.0, 0.5, 1.0], "y": [1.0, 2.0, 3.0]}), "ms").data[0]
+    assert list(curve.y) == [0.5, 1.0]  # no point claims 0% of labels at the minimum
 
 
 def test_problem_view_choice_is_in_the_link(env, ui_store):

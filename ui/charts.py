@@ -24,7 +24,8 @@ def show(fig: go.Figure, key: str | None = None) -> None:
 
 def quantile_curve(quantiles, unit: str) -> go.Figure:
     """The label's quantile function (q against y, log x): a coarse ECDF from the store's quantile table."""
-    points = [(r["y"], r["q"]) for r in quantiles.to_pylist() if r["y"] is not None and r["y"] > 0]
+    # q = 0 (the minimum) is left out: the share of labels at or below the minimum is 1/n, not 0
+    points = [(r["y"], r["q"]) for r in quantiles.to_pylist() if r["y"] is not None and r["y"] > 0 and r["q"] > 0]
     fig = go.Figure(
         go.Scatter(x=[p[0] for p in points], y=[p[1] for p in points], mode="lines+markers", line_shape="linear",
                    marker_color="#4C78A8", hovertemplate="%{y:.0%} of labels ≤ %{x:.4g}<extra></extra>")
