@@ -8,14 +8,16 @@ import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from queries.filters import ERROR_SOURCES, Filters
 from queries.parse import STATIC_ERRORS
-from ui import charts, context, data, links, widgets
+from ui import bulk, charts, context, data, links, widgets
+from ui.labels import error_name
 
 info = context.current_store()
 store = info.path
 st.title("Failures")
-st.caption("Static errors come from text rules and a compile of every program at ingest (nothing runs); measured "
-           "errors come from re-runs on the runner. Rows whose label is empty failed in the dataset's own "
-           "measurement.")
+st.caption("A row failed when its label is empty (the dataset's own measurement failed) or its latest re-run failed. "
+           "Each failed row is counted once, by its cause: the latest measured verdict where it was re-run, else "
+           "what ingest found without running it (text rules and a compile; \"no static finding\" = nothing).")
+cfg = context.settings()
 syntax_check = info.meta.get("syntax_check")  # absent in stores whose ingest parsed every program at once
 if syntax_check is not None and not syntax_check.get("done"):
     st.warning("Syntax errors are not marked in this store yet: its ingest stopped before the syntax check. "
@@ -30,23 +32,29 @@ with st.sidebar:
 
 base = Filters(split=split, holdout_group=holdout, problem_key=problem or None, error_source=source)
 counts = api.failures(store, base).to_pandas()
-known = [t for t in STATIC_ERRORS if t != "ok_static"]
+known = list(STATIC_ERRORS)
 types = list(dict.fromkeys([*counts["error_type"].dropna().tolist(), *known])) if not counts.empty else known
-error_type = widgets.choice("Error type", types, "error", key="fail_error", container=st.sidebar)
+error_type = widgets.choice("Error type", types, "error", key="fail_error", container=st.sidebar,
+                            format_func=error_name)
 f = Filters(split=split, holdout_group=holdout, problem_key=problem or None, error_source=source, error_type=error_type)
 
 if counts.empty:
     st.info("No failures match these filters.")
 else:
-    left, right = st.columns([2, 3])
+    counts.insert(0, "cause", counts["error_type"].map(error_name))
+    left, right = st.columns([1, 1])
     with left:
-        st.dataframe(counts, hide_index=True, key="failure_counts",
-                     column_config={"rows": st.column_config.NumberColumn(format="%d")})
+        st.dataframe(counts.drop(columns=["error_type"]), hide_index=True, key="failure_counts", column_config={
+            "rows": st.column_config.NumberColumn("failed rows", format="%d"),
+            "problems": st.column_config.NumberColumn(format="%d"),
+            "share": st.column_config.NumberColumn("share of failed rows", format="percent"),
+        })
     with right:
-        charts.show(charts.count_bars(counts["error_type"], counts["rows"], "Rows per error type", counts["source"]),
+        charts.show(charts.count_bars(counts["cause"], counts["rows"], "Failed rows by cause", counts["source"]),
                     key="failure_bars")
+bulk.bulk_panel(api.unmeasured_failures(store, f), f, info, cfg, key="fail_bulk")
 
-st.subheader("Example rows" + (f" with `{error_type}`" if error_type else ""))
+st.subheader("Example rows" + (f" with `{error_name(error_type)}`" if error_type else ""))
 examples = api.failure_examples(store, f, limit=50).to_pandas()
 widgets.linked_table(examples, key="failure_examples", target="row", id_column="id", param="row")
 links.copy_link("failures", split=split, holdout=holdout, problem=problem, source=source, error=error_type)

@@ -8,6 +8,7 @@ import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from queries.filters import Filters
 from ui import charts, context, data, links, widgets
+from ui.labels import error_name
 
 cfg = context.settings()
 info = context.current_store(cfg)
@@ -40,19 +41,25 @@ with left:
     st.caption("Labels mix problems of very different sizes, so most of this spread is between problems: "
                "open a problem for a meaningful distribution.")
 with right:
-    groups = ov.groups.to_pandas()
-    by_split = groups.groupby("split", as_index=False)[["rows", "failed_rows"]].sum()
-    charts.show(charts.rate_bars(by_split["split"], by_split["failed_rows"] / by_split["rows"], by_split["rows"],
+    groups = ov.groups.to_pylist()
+    by_split: dict[str, list[int]] = {}
+    for g in groups:
+        rows_failed = by_split.setdefault(g["split"], [0, 0])
+        rows_failed[0] += g["rows"]
+        rows_failed[1] += g["failed_rows"]
+    charts.show(charts.rate_bars(list(by_split), [f / n for n, f in by_split.values()], [n for n, _ in by_split.values()],
                                  "Failure rate by split"), key="overview_split_rates")
-    held = groups[groups["holdout_group"].notna()]
-    if not held.empty:
-        charts.show(charts.rate_bars(held["holdout_group"], held["failure_rate"], held["rows"],
-                                     "Failure rate by holdout group (test)"), key="overview_holdout_rates")
+    held = [g for g in groups if g["split"] == "test" and g["holdout_group"]]  # train rows carry groups too
+    if held:
+        charts.show(charts.rate_bars([g["holdout_group"] for g in held], [g["failure_rate"] for g in held],
+                                     [g["rows"] for g in held], "Failure rate by holdout group (test)"),
+                    key="overview_holdout_rates")
 
-errors = api.failures(info.path, Filters(split=split)).to_pandas()
-if not errors.empty:
-    charts.show(charts.count_bars(errors["error_type"], errors["rows"], "Failed rows by error type", errors["source"]),
-                key="overview_errors")
+errors = api.failures(info.path, Filters(split=split)).to_pylist()
+if errors:
+    charts.show(charts.count_bars([error_name(e["error_type"]) for e in errors], [e["rows"] for e in errors],
+                                  "Failed rows by cause (latest re-run, else static finding)",
+                                  [e["source"] for e in errors]), key="overview_errors")
     st.page_link(links.page_file("failures"), label="Explore failures", icon=":material/arrow_forward:",
                  query_params={"split": split} if split else None)
 links.copy_link("overview", split=split)

@@ -7,7 +7,8 @@ import streamlit as st
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from queries.filters import Filters
-from ui import charts, context, data, links, widgets
+from ui import charts, context, links, widgets
+from ui.labels import error_name
 
 cfg = context.settings()
 info = context.current_store(cfg)
@@ -55,7 +56,10 @@ cols[3].metric(f"fastest ({cfg.label_unit})", widgets.fmt_label(summary.get("y_m
 
 left, right = st.columns([3, 2])
 with left:
-    kind = st.segmented_control("View", ["histogram", "ecdf", "box"], default="histogram", key="dist_kind") or "histogram"
+    kinds = ["histogram", "ecdf", "box"]
+    kind = links.param("view") if links.param("view") in kinds else "histogram"
+    kind = st.segmented_control("View", kinds, default=kind, key="dist_kind") or "histogram"
+    links.sync_params(view=None if kind == "histogram" else kind)
     latencies = api.problem_latencies(store, problem_key, f)
     ok_rows = latencies.filter(latencies["ok"]) if latencies.num_rows else latencies
     if ok_rows.num_rows:
@@ -67,22 +71,33 @@ with right:
     if failures.empty:
         st.caption("No failures recorded for this problem.")
     else:
-        charts.show(charts.count_bars(failures["error_type"], failures["rows"], "Error types", failures["source"]),
+        charts.show(charts.count_bars(failures["error_type"].map(error_name), failures["rows"],
+                                      "Failed rows by cause", failures["source"]),
                     key="problem_errors")
 
 st.subheader("Fastest candidates")
-st.caption("Identical candidates are folded into one row (`copies`). Speedup is the problem's median label over "
-           "the candidate's label; re-run speedups compare with the reference on the runner's GPU.")
-board = data.fastest(info, problem_key, k=50, f=f).to_pandas()
-measured = api.runs(store, cfg.runs_dir, Filters(problem_key=problem_key)).to_pandas()
-if not board.empty and not measured.empty:
-    latest = measured.drop_duplicates("row_id")[["row_id", "speedup", "median_ms"]]  # newest first
-    latest.columns = ["id", "rerun_speedup_vs_ref", "rerun_median_ms"]
-    board = board.merge(latest, on="id", how="left")
+triton_only = st.toggle("Triton kernels only", value=links.param("all_candidates") is None, key="triton_only",
+                        help="Hide candidates without a `@triton.jit` kernel (e.g. a ModelNew that calls torch).")
+links.sync_params(all_candidates=None if triton_only else "1")
+st.caption("Ranked by the dataset's label; identical candidates are folded into one row (`copies`). "
+           "**speedup vs reference** is measured on the runner (Model eager time / ModelNew time, as KernelBench "
+           "reports it) for rows that were re-run, and **verified** is that re-run's verdict; **speedup vs median** "
+           "compares labels within the problem.")
+board = api.fastest(store, problem_key, k=50, f=f, triton_only=triton_only).to_pandas()
 board = board.drop(columns=["candidate_key"], errors="ignore")
 widgets.linked_table(board, key="leaderboard", target="row", id_column="id", param="row", column_config={
+    "rank": st.column_config.NumberColumn("#", format="%d", width="small"),
+    "id": st.column_config.TextColumn("row"),
+    "speedup_vs_reference": st.column_config.NumberColumn("speedup vs reference (measured)", format="%.2f×"),
+    "verified": st.column_config.TextColumn("verified (re-run)"),
+    "measured_ms": st.column_config.NumberColumn("measured (ms)", format="%.4g"),
     "y": st.column_config.NumberColumn(f"label ({cfg.label_unit})", format="%.4g"),
-    "y_copies_max": st.column_config.NumberColumn("slowest copy", format="%.4g"),
-    "speedup_vs_median": st.column_config.NumberColumn("speedup vs median", format="%.2f×"),
+    "copies": st.column_config.NumberColumn(format="%d"),
+    "y_copies_max": st.column_config.NumberColumn(f"slowest copy ({cfg.label_unit})", format="%.4g"),
+    "speedup_vs_median": st.column_config.NumberColumn("speedup vs median label", format="%.2f×"),
+    "n_kernels": st.column_config.NumberColumn("kernels", format="%d"),
+    "kernel_names": st.column_config.ListColumn("kernel names"),
+    "cand_chars": st.column_config.NumberColumn("candidate (chars)", format="%d"),
 })
-links.copy_link("problem", problem=problem_key, split=split)
+links.copy_link("problem", problem=problem_key, split=split, view=None if kind == "histogram" else kind,
+                all_candidates=None if triton_only else "1")

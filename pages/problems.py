@@ -9,6 +9,7 @@ import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from queries.filters import Filters
 from ui import context, data, links, widgets
+from ui.labels import plural
 
 cfg = context.settings()
 info = context.current_store(cfg)
@@ -41,13 +42,16 @@ if not df.empty:
         logs = np.log10(np.where(quant > 0, quant, np.nan))
     df.insert(7, "distribution", [[] if np.isnan(r).all() else [float(v) for v in r] for r in logs])
     df = df.drop(columns=["y_p10", "y_p90", "y_max"])
-st.caption(f"{len(df):,} problems · select a row (or its `open` link) to open the problem")
+st.caption(f"{plural(len(df), 'problem')} · select a row (or its `open` link) to open the problem")
 config = {
     "failure_rate": st.column_config.ProgressColumn("failure rate", min_value=0.0, max_value=1.0, format="percent"),
     "distribution": st.column_config.LineChartColumn("label quantiles (log10)"),
     "y_min": st.column_config.NumberColumn(f"fastest ({cfg.label_unit})", format="%.4g"),
     "y_median": st.column_config.NumberColumn(f"median ({cfg.label_unit})", format="%.4g"),
-    "spread": st.column_config.NumberColumn("spread", format="%.3g×"),
+    "spread": st.column_config.NumberColumn("spread (max / min)", format="%.3g×"),
+    "candidates": st.column_config.NumberColumn(format="%d"),
+    "distinct_candidates": st.column_config.NumberColumn("distinct", format="%d"),
+    "best_id": st.column_config.TextColumn("fastest row"),
 }
 widgets.linked_table(df, key="problems_table", target="problem", id_column="problem_key", param="problem",
                      column_config=config, height="auto" if len(df) <= 15 else 600)

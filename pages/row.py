@@ -1,4 +1,5 @@
-"""Kernel/row page: one program's metadata, reference vs candidate diff, kernels, full text, neighbours, re-run."""
+"""Kernel/row page: one program's latest verdict with the Re-run controls on top, its run history, metadata, the
+reference vs candidate diff, kernels, the full text and its neighbours in the problem's ranking."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import streamlit as st
 
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
-from ui import code, context, links, rerun, widgets
+from ui import code, context, links, rerun, verdict, widgets
+from ui.labels import error_name
 
 cfg = context.settings()
 store = context.store_path()
@@ -39,20 +41,41 @@ if detail.next_id:
                      query_params={"row": detail.next_id}, help=f"next in the problem's ranking: {detail.next_id}")
 
 label = meta.get("y")
-cols = st.columns(5)
+cols = st.columns(4)
 cols[0].metric(f"label ({cfg.label_unit})", widgets.fmt_label(label, "").strip())
-cols[1].metric("static check", meta.get("static_error") or "—")
-cols[2].metric("kernels", meta.get("n_kernels", len(parsed.kernels)))
-cols[3].metric("split", meta.get("split") or "—")
-cols[4].metric("characters", f"{meta.get('n_chars') or len(detail.program):,}")
+cols[1].metric("kernels", meta.get("n_kernels", len(parsed.kernels)))
+cols[2].metric("split", meta.get("split") or "—")
+cols[3].metric("characters", f"{meta.get('n_chars') or len(detail.program):,}")
+st.caption(f"static check (ingest, nothing run): **{error_name(meta.get('static_error'))}**")
+
+st.subheader("Latest verdict")
+fresh = rerun.rerun_panel(row_id, cfg)
+history = detail.runs.to_pandas()
+if fresh is not None:
+    verdict.show_latest(fresh, label, cfg.label_unit, f"job `{fresh['job_id']}`, just finished")
+elif not history.empty:
+    latest = detail.runs.slice(0, 1).to_pylist()[0]
+    verdict.show_latest(latest, label, cfg.label_unit, f"finished {latest.get('finished_at') or '(time unknown)'}, "
+                        f"from `{latest.get('results_file')}`")
+else:
+    st.caption("Never re-run: no run result for this row yet" + ("." if cfg.read_only else " (use Re-run above)."))
+if not history.empty:
+    with st.expander(f"Run history ({len(history)})", expanded=len(history) > 1):
+        verdict.show_history(history)
+
 with st.expander("All metadata"):
     st.json({k: (v if not hasattr(v, "tolist") else v.tolist()) for k, v in meta.items()}, expanded=True)
 
+if detail.program_error:
+    st.error(f"The program text of `{row_id}` cannot be read from the store: {detail.program_error}. Its index "
+             "row, label and runs above still hold; rebuild the store (`python -m queries ingest ...`) to read "
+             "the code again.")
+    links.copy_link("row", row=row_id)
+    st.stop()
+
 tab_diff, tab_kernels, tab_program = st.tabs(["Model vs ModelNew", f"Triton kernels ({len(parsed.kernels)})", "Whole program"])
 with tab_diff:
-    if parsed.mode == "text":
-        st.caption("The program does not parse: reference and candidate were split on text (first `import triton`).")
-    code.show_diff(parsed.reference, parsed.candidate)
+    code.diff_view(parsed, key=f"diff::{row_id}")
 with tab_kernels:
     if not parsed.kernels:
         st.info("No `@triton.jit` kernel found in this program.")
@@ -64,5 +87,4 @@ with tab_program:
     st.download_button("Download program", detail.program, file_name=f"{safe_name}.py", mime="text/x-python")
     st.code(detail.program, language="python", line_numbers=True)
 
-rerun.rerun_panel(row_id, label, cfg)
 links.copy_link("row", row=row_id)

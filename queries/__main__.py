@@ -1,5 +1,5 @@
-"""Command line of the data layer: `python -m queries ingest SOURCE... --store DIR` and
-`python -m queries check-syntax --store DIR`."""
+"""Command line of the data layer: `python -m queries ingest SOURCE... --store DIR`,
+`python -m queries check-syntax --store DIR` and `python -m queries agreement --store DIR [--profile NAME]`."""
 
 from __future__ import annotations
 
@@ -27,11 +27,17 @@ def main(argv: list[str] | None = None) -> int:
                        help="replace the store even when the build indexes no row or under half its rows")
     check = commands.add_parser("check-syntax", help="mark the programs of a built store that do not compile")
     check.add_argument("--store", required=True, metavar="DIR", help="the store folder")
+    agree = commands.add_parser("agreement", help="re-run verdicts against the labels, per evaluation profile")
+    agree.add_argument("--store", required=True, metavar="DIR", help="the store folder")
+    agree.add_argument("--profile", help="one profile only (kernelbench, kernelbench-strict, custom)")
+    agree.add_argument("--runs-dir", metavar="DIR", help="run results folder (default TLX_RUNS_DIR)")
     for command in (build, check):
         command.add_argument("--workers", type=int, default=None,
                              help="DuckDB threads and syntax-check processes (default: all cores)")
         command.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     args = parser.parse_args(argv)
+    if args.command == "agreement":
+        return _agreement(args)
     try:
         if args.command == "ingest":
             ingest(args.sources, args.store, skip_bad_files=args.skip_bad_files, workers=args.workers,
@@ -48,6 +54,18 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    return 0
+
+
+def _agreement(args: argparse.Namespace) -> int:
+    from queries.agreement import agreement, format_table
+
+    try:
+        table = agreement(args.store, args.runs_dir, profile=args.profile)
+    except StoreError as exc:
+        print(f"agreement: {exc}", file=sys.stderr)
+        return 1
+    print(format_table(table))
     return 0
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from queries.agreement import agreement
 from queries.console import ConsoleError, console
 from queries.db import QueryTimeout, connect
 from queries.detail import RowDetail, row
@@ -21,10 +22,10 @@ from queries.search import SearchError, SearchResult, search_code
 from queries.store import StoreError
 
 __all__ = [
-    "ConsoleError", "ExportError", "Filters", "Overview", "QueryTimeout", "RowDetail", "SearchError", "SearchResult",
+    "agreement", "ConsoleError", "ExportError", "Filters", "Overview", "QueryTimeout", "RowDetail", "SearchError", "SearchResult",
     "StoreError", "console", "export", "failure_examples", "failures", "fastest", "overlap", "overlap_summary",
     "overview", "problem_latencies", "problem_summary", "problems", "row", "runs", "runs_by_problem",
-    "runs_reproducibility", "runs_static_vs_measured", "search_code",
+    "runs_reproducibility", "runs_static_vs_measured", "search_code", "selected_rows", "unmeasured_failures",
 ]
 
 PROBLEM_SORTS = (
@@ -90,13 +91,23 @@ def problem_latencies(store: Path | str, problem_key: str, f: Filters = NO_FILTE
     return connect(store).execute("problem_latencies", _one_problem(problem_key, f), memo=True)
 
 
-def fastest(store: Path | str, problem_key: str, k: int = 20, f: Filters = NO_FILTERS) -> pa.Table:
-    params = {**_one_problem(problem_key, f), "k": max(int(k), 0)}
+def fastest(store: Path | str, problem_key: str, k: int = 20, f: Filters = NO_FILTERS,
+            triton_only: bool = False) -> pa.Table:
+    """The problem's leaderboard (`sql/fastest.sql`): copies folded, the shown row's latest re-run verdict and
+    speedup vs the eager reference; `triton_only` keeps candidates with a Triton kernel."""
+    params = {**_one_problem(problem_key, f), "k": max(int(k), 0), "triton_only": bool(triton_only)}
     return connect(store).execute("fastest", params, memo=True)
 
 
 def failures(store: Path | str, f: Filters = NO_FILTERS) -> pa.Table:
+    """Failed rows by cause, each row once: source ('measured' where re-run, else 'static'), error_type, rows,
+    problems, share of all failed rows (see `sql/failures.sql`)."""
     return connect(store).execute("failures", f.params(), memo=True)
+
+
+def unmeasured_failures(store: Path | str, f: Filters = NO_FILTERS) -> list[str]:
+    """Ids of filtered rows with an empty label and no run result (a bulk re-run would measure their cause)."""
+    return connect(store).execute("unmeasured_failures", f.params(), memo=True)["id"].to_pylist()
 
 
 def failure_examples(store: Path | str, f: Filters = NO_FILTERS, limit: int = 50) -> pa.Table:
@@ -109,3 +120,10 @@ def overlap(store: Path | str) -> pa.Table:
 
 def overlap_summary(store: Path | str) -> pa.Table:
     return connect(store).execute("overlap_summary", memo=True)
+
+
+def selected_rows(store: Path | str, runs_dir: Path | str | None, f: Filters = NO_FILTERS,
+                  problem: str | None = None) -> pa.Table:
+    """id, code_shard, code_rg of the rows the pages' filters pick (latest verdicts from `runs_dir` and the
+    store's own results), optionally of one problem given by key or test id; in id order. `runner bulk` uses it."""
+    return connect(store, runs_dir).execute("selected_rows", {**f.params(), "problem": problem})

@@ -9,13 +9,15 @@ import pyarrow as pa
 
 from queries.db import connect
 from queries.parse import ParsedProgram, parse_program
+from queries.store import StoreError
 
 
 @dataclass(frozen=True)
 class RowDetail:
     """`meta`: the index row; `program`: the full text; `parsed`: reference/candidate/kernels; `prev_id` /
     `next_id`: neighbours in the problem's ranking (y ascending, failures last, ties by id), `position` of
-    `problem_rows` in it; `runs`: this row's run results, newest first."""
+    `problem_rows` in it; `runs`: this row's run results, newest first. When the store cannot give the program
+    (a missing or damaged code part), `program` is empty and `program_error` says why; the rest still shows."""
 
     meta: dict
     program: str
@@ -25,6 +27,7 @@ class RowDetail:
     position: int
     problem_rows: int
     runs: pa.Table
+    program_error: str | None = None
 
 
 def row(store: Path | str, row_id: str) -> RowDetail | None:
@@ -35,7 +38,11 @@ def row(store: Path | str, row_id: str) -> RowDetail | None:
     if not metas:
         return None
     place = db.execute("row_neighbours", params).to_pylist()[0]
-    program = db.store.program(str(row_id))
+    program, program_error = "", None
+    try:
+        program = db.store.program(str(row_id))
+    except StoreError as exc:
+        program_error = str(exc)
     return RowDetail(
         meta=metas[0],
         program=program,
@@ -45,4 +52,5 @@ def row(store: Path | str, row_id: str) -> RowDetail | None:
         position=place["position"],
         problem_rows=place["problem_rows"],
         runs=db.execute("row_runs", params),
+        program_error=program_error,
     )

@@ -17,17 +17,28 @@ close to the cost of `ast.parse`.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import io
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from queries.shapes import input_shapes
 from queries.text_rules import candidate_key, program_candidate_key, python_regex, text_cut
 
 STATIC_ERRORS = ("syntax_error", "no_model_new", "no_reference", "no_get_inputs", "no_triton_kernel", "ok_static")
 _KERNEL_DECORATORS = {"jit", "autotune", "heuristics"}
 _TITLE_MAX = 100
+_SUMMARY_MAX = 60
+_MAX_OPS = 4
+_KERNELBENCH = Path(__file__).resolve().parent / "kernelbench_problems.json"
+# "Simple model that performs a ...", "Performs ..." : the words before what the model does
+_DOC_PREAMBLE = re.compile(
+    r"^(?:(?:a |an |the )?(?:simple |basic |custom )?(?:model|module|network|class)\s+(?:that|which)\s+)?"
+    r"(?:performs|computes|implements|applies|does)\s+(?:a |an |the )?(?:single |simple )?", re.IGNORECASE)
 _KEY_CACHE_SIZE = 20_000
 _problem_keys: dict[str, tuple[str, str]] = {}  # reference text -> (problem_key, title)
 
@@ -103,13 +114,18 @@ def _reference_key(reference: str, ref_body: list[ast.stmt], model: ast.ClassDef
     cached = _problem_keys.get(reference)
     if cached is None:
         title = _title(model)
+        shapes = input_shapes(ref_body)
+        init = input_shapes(ref_body, "get_init_inputs")
+        if init and "?" not in init:
+            shapes = [*shapes, f"init({', '.join(init)})"]
         kept = [s for s in ref_body if not isinstance(s, ast.Import | ast.ImportFrom) and not _is_bare_string(s)]
         for node in _statements(kept):  # drop docstrings (the title is taken above); only on a cache miss
             for name in ("body", "orelse", "finalbody"):
                 children = getattr(node, name, None)
                 if children and any(_is_bare_string(c) for c in children):
                     setattr(node, name, [c for c in children if not _is_bare_string(c)] or [ast.Pass()])
-        cached = (_digest(_dump(kept)), title)
+        key = _digest(_dump(kept))
+        cached = (key, problem_name(key, title, shapes))
         if len(_problem_keys) >= _KEY_CACHE_SIZE:
             _problem_keys.clear()
         _problem_keys[reference] = cached
@@ -236,10 +252,14 @@ def _first_line(node: ast.stmt) -> int:
 
 
 def _reference_end(lines: list[str], first_line: int) -> int:
-    """Character offset where the candidate starts: its first line, pulled up over comments just above it."""
+    """Character offset where the candidate starts: its first line, pulled up over the comments above it (a
+    candidate's header such as `# Speedup: 1.05x`, blank lines between them included); blank lines right after the
+    reference's code stay with the reference."""
     index = first_line - 1
-    while index > 0 and lines[index - 1].lstrip().startswith("#"):
+    while index > 0 and (lines[index - 1].lstrip().startswith("#") or not lines[index - 1].strip()):
         index -= 1
+    while index < first_line - 1 and not lines[index].strip():
+        index += 1
     return sum(len(s) for s in lines[:index])
 
 
@@ -258,12 +278,41 @@ def _first_class(body: list[ast.stmt], name: str) -> ast.ClassDef | None:
     return next((s for s in body if isinstance(s, ast.ClassDef) and s.name == name), None)
 
 
+@functools.cache
+def kernelbench_names() -> dict[str, str]:
+    """problem_key -> KernelBench name (`L1 23_Softmax`), from `kernelbench_problems.json`
+    (`scripts/make_kernelbench_names.py`); empty when the file is missing or broken."""
+    try:
+        return dict(json.loads(_KERNELBENCH.read_text(encoding="utf-8"))["problems"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def problem_name(problem_key: str, summary: str, shapes: list[str]) -> str:
+    """How a researcher names the problem: its KernelBench level and name where the reference is a known
+    KernelBench problem, else what `Model` does (docstring or its operations) with the input shapes of
+    `get_inputs` and the constant arguments of `get_init_inputs`, e.g. `GRU · 512×10×128 · init(128, 256, 6)`.
+    Query time makes names unique per key (`sql/setup_problems.sql`)."""
+    known = kernelbench_names().get(problem_key)
+    if known:
+        return known
+    parts = [summary or "Model"]
+    inputs = [s for s in shapes if not s.startswith("init(")]
+    if inputs:
+        parts.append(", ".join(inputs))
+    parts.extend(s for s in shapes if s.startswith("init("))
+    return _shorten(" · ".join(parts))
+
+
 def _title(model: ast.ClassDef | None) -> str:
+    """What `Model` does: its docstring's first line, else the chain of layers and operations `forward` calls."""
     if model is None:
         return ""
     doc = ast.get_docstring(model)
     if doc and doc.strip():
-        return _shorten(doc.strip().splitlines()[0].strip())
+        first = doc.strip().splitlines()[0].strip()
+        core = _DOC_PREAMBLE.sub("", first)
+        return _shorten(core[:1].upper() + core[1:] if core else first, _SUMMARY_MAX)
     modules = {}  # self.attr -> layer class name assigned in __init__
     ops: list[str] = []
     for fn in model.body:
@@ -282,13 +331,14 @@ def _title(model: ast.ClassDef | None) -> str:
                 op = modules.get(f.attr) if is_self else _call_name(call)
                 if op and op not in ops and op != "super":
                     ops.append(op)
-    return _shorten(", ".join(ops))
+    chain = " → ".join(ops[:_MAX_OPS]) + (" → …" if len(ops) > _MAX_OPS else "")
+    return _shorten(chain, _SUMMARY_MAX)
 
 
-def _shorten(text: str) -> str:
-    if len(text) <= _TITLE_MAX:
+def _shorten(text: str, limit: int = _TITLE_MAX) -> str:
+    if len(text) <= limit:
         return text
-    return text[: _TITLE_MAX - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    return text[: limit - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
 
 
 def _call_name(call: ast.Call) -> str | None:

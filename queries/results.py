@@ -1,9 +1,8 @@
-"""Read run results (`ROOT/results/*.jsonl`, one RunResult JSON object per line) into one flat Arrow table.
+"""Run results (`ROOT/results/*.jsonl`, read by `runner.results_log.LogReader`) as one flat Arrow table.
 
 The roots are the runner's `RUNS_DIR` and the store itself (runs published with a store, e.g. the sample's).
-
-Lines that are not JSON objects are skipped and counted (a writer may be in the middle of a line); a missing
-folder gives an empty table with the same columns.
+Lines that are not JSON objects are skipped and counted; a missing folder gives an empty table with the same
+columns.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-RESULTS_SUBDIR = "results"
+from runner.results_log import LogReader, results_files
 
 RUNS_SCHEMA = pa.schema(
     [
@@ -24,6 +23,7 @@ RUNS_SCHEMA = pa.schema(
         ("error_type", pa.string()),
         ("message", pa.string()),
         ("exception", pa.string()),
+        ("traceback", pa.string()),
         ("correct_trials", pa.int64()),
         ("trials", pa.int64()),
         ("max_abs_diff", pa.float64()),
@@ -38,6 +38,10 @@ RUNS_SCHEMA = pa.schema(
         ("speedup", pa.float64()),
         ("flags", pa.list_(pa.string())),
         ("method", pa.string()),
+        ("profile", pa.string()),
+        ("atol", pa.float64()),
+        ("rtol", pa.float64()),
+        ("tolerance_passed", pa.float64()),
         ("device", pa.string()),
         ("gpu", pa.string()),
         ("program_sha256", pa.string()),
@@ -47,15 +51,6 @@ RUNS_SCHEMA = pa.schema(
         ("line", pa.int64()),
     ]
 )
-
-
-def results_files(*roots: Path | None) -> list[Path]:
-    files: list[Path] = []
-    for root in roots:
-        folder = Path(root) / RESULTS_SUBDIR if root is not None else None
-        if folder is not None and folder.is_dir():
-            files.extend(sorted(p for p in folder.glob("*.jsonl") if p.is_file()))
-    return files
 
 
 def results_signature(*roots: Path | None) -> tuple:
@@ -87,6 +82,19 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
 
 
+TRACEBACK_LINES = 30
+
+
+def _trimmed(text: str | None) -> str | None:
+    """A traceback's last `TRACEBACK_LINES` lines (where the error is), marked when lines were cut."""
+    if text is None:
+        return None
+    lines = text.rstrip().splitlines()
+    if len(lines) <= TRACEBACK_LINES:
+        return "\n".join(lines)
+    return f"… {len(lines) - TRACEBACK_LINES} earlier lines cut …\n" + "\n".join(lines[-TRACEBACK_LINES:])
+
+
 def _timing(value: object) -> dict:
     return value if isinstance(value, dict) else {}
 
@@ -96,6 +104,7 @@ def flatten_result(obj: dict, results_file: str, line: int) -> dict:
     timing = _timing(obj.get("timing"))
     ref_timing = _timing(obj.get("ref_timing"))
     system = obj.get("system") if isinstance(obj.get("system"), dict) else {}
+    method = obj.get("method") if isinstance(obj.get("method"), dict) else {}
     flags = obj.get("flags")
     if isinstance(flags, dict):
         flags = [name for name, on in flags.items() if on]
@@ -106,6 +115,7 @@ def flatten_result(obj: dict, results_file: str, line: int) -> dict:
         "error_type": _text(obj.get("error_type")),
         "message": _text(obj.get("message")),
         "exception": _text(obj.get("exception")),
+        "traceback": _trimmed(_text(obj.get("traceback"))),
         "correct_trials": _integer(obj.get("correct_trials")),
         "trials": _integer(obj.get("trials")),
         "max_abs_diff": _number(obj.get("max_abs_diff")),
@@ -120,6 +130,10 @@ def flatten_result(obj: dict, results_file: str, line: int) -> dict:
         "speedup": _number(obj.get("speedup")),
         "flags": [str(flag) for flag in flags] if isinstance(flags, list) else [],
         "method": _text(obj.get("method")),
+        "profile": _text(method.get("profile")),
+        "atol": _number(method.get("atol")),
+        "rtol": _number(method.get("rtol")),
+        "tolerance_passed": _number(obj.get("tolerance_passed")),
         "device": _text(obj.get("device")),
         "gpu": _text(system.get("gpu") or system.get("gpu_name")),
         "program_sha256": _text(obj.get("program_sha256")),
@@ -132,23 +146,6 @@ def flatten_result(obj: dict, results_file: str, line: int) -> dict:
 
 def load_run_results(*roots: Path | None) -> tuple[pa.Table, int]:
     """All results under `ROOT/results/` → (table of `RUNS_SCHEMA`, number of lines skipped as unreadable)."""
-    rows: list[dict] = []
-    skipped = 0
-    for path in results_files(*roots):
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        for number, raw in enumerate(text.splitlines(), start=1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except ValueError:
-                skipped += 1
-                continue
-            if not isinstance(obj, dict):
-                skipped += 1
-                continue
-            rows.append(flatten_result(obj, path.name, number))
-    return pa.Table.from_pylist(rows, schema=RUNS_SCHEMA), skipped
+    reader = LogReader(*roots)
+    rows = [flatten_result(logged.result, logged.file, logged.line) for logged in reader]
+    return pa.Table.from_pylist(rows, schema=RUNS_SCHEMA), reader.skipped

@@ -27,50 +27,32 @@ from runner.bulk_backends import LocalBackend, RayBackend, Task
 from runner.jobs import program_sha256
 from runner.result import RunResult
 from runner.results_log import ResultsLog, default_writer, read_results
-from runner.rows import StoreUnavailable, iter_programs, open_store, resolve_store
+from runner.rows import StoreUnavailable, iter_programs, resolve_store
 from runner.run_keys import result_key
 from runner.spec_args import add_spec_arguments, spec_from_args
 
-_INDEX_COLUMNS = ["id", "split", "problem_key", "problem_id", "ok", "static_error", "code_shard", "code_rg"]
-
-
-def latest_error_types(runs_dir: Path) -> dict[str, str | None]:
-    """row id -> error type of its latest logged result (None when ok)."""
-    latest: dict[str, tuple[str, str | None]] = {}
-    for r in read_results(runs_dir):
-        row_id = r.get("row_id")
-        if row_id and (row_id not in latest or str(r.get("finished_at") or "") >= latest[row_id][0]):
-            latest[row_id] = (str(r.get("finished_at") or ""), r.get("error_type"))
-    return {k: v[1] for k, v in latest.items()}
-
 
 def select_rows(store: Path, args: argparse.Namespace, runs_dir: Path) -> list[tuple[str, int, int]]:
-    """(row id, code shard, code row group) of the rows the filters pick, in id order (or sample order)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    """(row id, code shard, code row group) of the rows the filters pick, in id order (or sample order).
 
-    index = open_store(store).read_index(_INDEX_COLUMNS)
-    mask = pc.is_valid(index["id"])
-    if args.split:
-        mask = pc.and_(mask, pc.equal(index["split"], args.split))
-    if args.problem:
-        mask = pc.and_(mask, pc.or_kleene(pc.equal(index["problem_key"], args.problem),
-                                          pc.equal(index["problem_id"], args.problem)))
-    if args.status:
-        mask = pc.and_(mask, pc.equal(index["ok"], args.status == "ok"))
+    Rows are chosen by `queries.api.selected_rows`, the filters of the explorer's pages: `--error-type` matches the
+    static error or the latest measured verdict (the store's shipped runs and `runs_dir`'s), as the Failures page
+    counts them. `queries` is imported here, not at module level, so `runner` imports without duckdb/pyarrow.
+    """
+    from queries import api
+    from queries.filters import Filters
+
+    f = Filters(split=args.split, holdout_group=args.holdout, status=args.status, error_type=args.error_type,
+                error_source=args.error_source)
+    try:
+        table = api.selected_rows(store, runs_dir, f, problem=args.problem)
+    except (api.StoreError, api.QueryTimeout) as e:
+        raise StoreUnavailable(str(e)) from None
+    rows = list(zip(table["id"].to_pylist(), table["code_shard"].to_pylist(), table["code_rg"].to_pylist(),
+                    strict=True))
     if args.ids:
         wanted = read_ids(args.ids)
-        mask = pc.and_(mask, pc.is_in(index["id"], value_set=pa.array(sorted(wanted), pa.string())))
-    table = index.filter(pc.fill_null(mask, False))
-    ids = table["id"].to_pylist()
-    shards, groups = table["code_shard"].to_pylist(), table["code_rg"].to_pylist()
-    rows = list(zip(ids, shards, groups, strict=True))
-    if args.error_type:
-        static = table["static_error"].to_pylist()
-        measured = latest_error_types(runs_dir)
-        rows = [r for r, s in zip(rows, static, strict=True)
-                if s == args.error_type or measured.get(r[0]) == args.error_type]
-    rows.sort()
+        rows = [r for r in rows if r[0] in wanted]
     if args.sample is not None and args.sample < len(rows):
         rows = random.Random(args.seed).sample(rows, args.sample)
     return rows[: args.limit] if args.limit is not None else rows
@@ -166,7 +148,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs-dir", type=Path, default=None, help="results log folder (default TLX_RUNS_DIR)")
     parser.add_argument("--problem", help="problem key (16 hex) or problem id (e.g. 1_23)")
     parser.add_argument("--split", help="train or test")
+    parser.add_argument("--holdout", help="holdout group (test rows)")
     parser.add_argument("--error-type", help="static error type, or measured type of the row's latest result")
+    parser.add_argument("--error-source", choices=("static", "measured"),
+                        help="--error-type from this source only; alone: rows with a static error / a run result")
     parser.add_argument("--status", choices=("ok", "failed"), help="the dataset's label: y present or null")
     parser.add_argument("--ids", type=Path, help="file with one row id per line")
     parser.add_argument("--sample", type=int, help="random sample of N selected rows (see --seed)")

@@ -2,7 +2,9 @@
 
 Each writer process appends to its own file (no cross-process locking needed; threads of one process share a
 lock), one `write` + `fsync` per line, so a crash loses at most the line being written. Readers (the explorer's
-queries, bulk resume) read all `*.jsonl` files and skip a torn last line.
+queries, bulk resume) all go through `read_log`: every `*.jsonl` file of the given roots, in file-name order,
+torn or non-object lines skipped and counted. Which result of a row is its latest verdict is decided in one place,
+`queries/sql/setup_runs.sql` (newest `finished_at`, then file name, then line); bulk selects rows through it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import socket
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,17 +54,54 @@ class ResultsLog:
                 os.close(fd)
 
 
-def read_results(runs_dir: Path) -> Iterator[dict[str, Any]]:
-    """Every result in every log file under `runs_dir` (torn or non-object lines skipped)."""
-    folder = results_dir(runs_dir)
-    if not folder.is_dir():
-        return
-    for path in sorted(folder.glob("*.jsonl")):
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                try:
-                    item = json.loads(line)
-                except json.JSONDecodeError:
+@dataclass(frozen=True)
+class LoggedResult:
+    """One result line: the file's name, its 1-based line number and the parsed result dict."""
+
+    file: str
+    line: int
+    result: dict[str, Any]
+
+
+def results_files(*roots: Path | None) -> list[Path]:
+    """The `*.jsonl` files under `ROOT/results/` of each root (None and missing folders skipped), sorted per root."""
+    files: list[Path] = []
+    for root in roots:
+        folder = results_dir(Path(root)) if root is not None else None
+        if folder is not None and folder.is_dir():
+            files.extend(sorted(p for p in folder.glob("*.jsonl") if p.is_file()))
+    return files
+
+
+class LogReader:
+    """Iterates over every result of the roots' logs; `.skipped` counts lines that were not JSON objects (a torn
+    last line of a writer, or damage), after the iteration."""
+
+    def __init__(self, *roots: Path | None):
+        self.roots = roots
+        self.skipped = 0
+
+    def __iter__(self) -> Iterator[LoggedResult]:
+        for path in results_files(*self.roots):
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            for number, raw in enumerate(text.splitlines(), start=1):
+                if not raw.strip():
                     continue
-                if isinstance(item, dict):
-                    yield item
+                try:
+                    item = json.loads(raw)
+                except ValueError:
+                    self.skipped += 1
+                    continue
+                if not isinstance(item, dict):
+                    self.skipped += 1
+                    continue
+                yield LoggedResult(path.name, number, item)
+
+
+def read_results(*roots: Path | None) -> Iterator[dict[str, Any]]:
+    """Every result dict in every log file under the roots (torn or non-object lines skipped)."""
+    for logged in LogReader(*roots):
+        yield logged.result

@@ -37,18 +37,21 @@ def main() -> int:
     env = dict(os.environ)
     settings = load_settings(env)
     if settings.store_is_sample:
-        print(f"store: embedded sample at {ensure_sample_store(settings)}")
+        print("[run] store: the embedded sample (built on first start, a few seconds)", flush=True)
+        print(f"[run] store: {ensure_sample_store(settings)}", flush=True)
     runner = None
     if not settings.read_only:
         env.setdefault("TLX_RUNNER_TOKEN", secrets.token_urlsafe(24))
         port = str(urlparse(settings.runner_url).port or 8765)
+        print(f"[run] runner: starting on {settings.runner_url} (imports torch: up to ~30 s)", flush=True)
         runner = subprocess.Popen([sys.executable, "-m", "runner", "serve", "--port", port], cwd=REPO, env=env)
         if _wait_healthy(settings.runner_url, runner):
-            print(f"runner: {settings.runner_url} (token in this process's environment)")
+            print(f"[run] runner: ready at {settings.runner_url} (token in this process's environment)", flush=True)
         else:
             print("runner: did not start; the explorer runs without re-runs", file=sys.stderr)
     try:
-        return subprocess.call([sys.executable, "-m", "streamlit", "run", "app.py"], cwd=REPO, env=env)
+        print("[run] explorer: loading the store, then serving http://localhost:8501", flush=True)
+        return subprocess.call([sys.executable, str(REPO / "scripts" / "serve_app.py")], cwd=REPO, env=env)
     except KeyboardInterrupt:
         return 0
     finally:

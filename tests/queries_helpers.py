@@ -44,5 +44,5 @@ def result(row_id: str, status: str, error_type: str | None = None, median_ms: f
             "message": None if status == "ok" else f"{error_type}: boom", "exception": None, "traceback": None,
             "correct_trials": 5 if status == "ok" else 0, "trials": 5, "max_abs_diff": 0.0, "max_rel_diff": 0.0,
             "timing": timing, "ref_timing": None, "speedup": None, "flags": [], "method": {"name": "test"},
-            "device": "cuda", "system": {"gpu": "H200"}, "program_sha256": "0" * 64, "duration_s": 1.0,
+            "device": "cuda", "system": {"gpu": "H200"}, "program_sha256": None, "duration_s": 1.0,
             "finished_at": finished_at}

@@ -14,6 +14,15 @@ import pytest
 from tests.ui_services import CHROMIUM, REPO, require_chromium, runner_service, streamlit_server
 from tests.ui_store import build_store
 
+
+def serve_app_command(port: int) -> list[str]:
+    """scripts/serve_app.py (imports and the store opened before the server listens) with the tests' options."""
+    import sys
+
+    from tests.ui_services import streamlit_command
+
+    return [sys.executable, str(REPO / "scripts" / "serve_app.py"), *streamlit_command(port)[5:]]
+
 pytestmark = pytest.mark.browser
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -31,7 +40,7 @@ def app(tmp_path_factory):
     with runner_service(store, runs) as (runner_url, token):
         env = {"TLX_STORE": str(store), "TLX_RUNS_DIR": str(runs), "TLX_RUNNER_URL": runner_url,
                "TLX_RUNNER_TOKEN": token, "TLX_READ_ONLY": "0"}
-        with streamlit_server(env) as url:
+        with streamlit_server(env, command=serve_app_command) as url:  # as `make run` serves it
             yield url, store
 
 
@@ -85,6 +94,10 @@ def test_walk_problem_row_diff_rerun(app, page):
     diff = page.locator("table.tlx-diff")
     assert diff.count() == 1
     assert "class ModelNew(nn.Module):" in diff.inner_text() and "class Model(nn.Module):" in diff.inner_text()
+    assert diff.locator("span.c-kw").count() > 0  # coloured
+    page.locator("a[href='#tlx-kernel-k1_0']").click()  # jump to the kernel inside the scrolling diff
+    page.wait_for_timeout(500)
+    assert page.locator("#tlx-kernel-k1_0").is_visible()
     page.get_by_role("link", name="Slower").click()
     page.wait_for_url(lambda url: "row=" in url and quote(row, safe="") not in url, timeout=15000)
     settle(page)
@@ -94,7 +107,7 @@ def test_walk_problem_row_diff_rerun(app, page):
     page.wait_for_url(lambda url: quote(row, safe="") in url, timeout=15000)
     settle(page)
     page.get_by_role("button", name="Re-run this program").click()
-    page.wait_for_selector("text=Verdict of job", timeout=120000)
+    page.wait_for_selector("text=just finished", timeout=120000)
     settle(page)
     assert page.locator("[data-testid='stException']").count() == 0
     assert page.get_by_text("correct", exact=False).count() >= 1

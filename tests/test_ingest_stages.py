@@ -111,7 +111,7 @@ def test_stage_one_fields_on_tricky_programs(tmp_path):
         text = store.program(row_id)
         assert row["ref_chars"] + row["cand_chars"] == row["n_chars"] == len(text)
         assert row["candidate_key"] == program_candidate_key(text)  # SQL + Python path == the Python definition
-        assert row["title"] == parse_program(text).title == "Simple model that performs a ReLU activation."
+        assert row["title"] == parse_program(text).title == "ReLU activation. · 64×64"
 
 
 def test_program_sha256_names_the_program_as_the_runner_does(tmp_path):

@@ -230,3 +230,128 @@ def test_new_results_refresh_memoized_answers(fixture_store, tmp_path, monkeypat
     write_results(runs_dir, [result("train/000000", "failed", "timeout")], name="worker-2.jsonl")
     measured = [r for r in api.failures(fixture_store).to_pylist() if r["source"] == "measured"]
     assert [(r["error_type"], r["rows"]) for r in measured] == [("timeout", 1)]
+
+
+def test_failures_count_each_row_once_by_its_latest_cause(fixture_store, tmp_path):
+    runs_dir = tmp_path / "causes"
+    write_results(runs_dir, [
+        result("train/000006", "failed", "compile_error"),  # static syntax_error, label failed
+        result("train/000004", "ok", median_ms=1.0),  # label failed, the re-run passed
+        result("train/000000", "failed", "output_mismatch"),  # label ok, the re-run failed
+    ])
+    db = connect(fixture_store, runs_dir)
+    counted = {(r["source"], r["error_type"]): r["rows"] for r in db.execute("failures", Filters().params())
+               .to_pylist()}
+    failed = {r["id"] for r in fixture_rows() if r["y"] is None} | {"train/000000"}
+    assert sum(counted.values()) == len(failed)  # one bar segment per row, never static + measured
+    assert counted[("measured", "compile_error")] == 1 and counted[("measured", "ok")] == 1
+    assert counted[("measured", "output_mismatch")] == 1 and ("static", "syntax_error") not in counted
+    measured_only = db.execute("failures", Filters(error_source="measured").params()).to_pylist()
+    assert {r["source"] for r in measured_only} == {"measured"} and sum(r["rows"] for r in measured_only) == 3
+    static_view = db.execute("failures", Filters(error_source="static").params()).to_pylist()
+    assert {r["source"] for r in static_view} == {"static"}
+    unmeasured = db.execute("unmeasured_failures", Filters().params())["id"].to_pylist()
+    assert unmeasured == sorted(failed - {"train/000006", "train/000004", "train/000000"})
+
+
+def test_bulk_selects_the_rows_the_failures_page_counts(fixture_store, tmp_path):
+    """A store's shipped runs count for `runner bulk --error-type` as they do on the pages (issue 13)."""
+    import argparse
+    import shutil
+
+    from runner.bulk import add_arguments, select_rows
+
+    store = tmp_path / "store"
+    shutil.copytree(fixture_store, store)
+    write_results(store, [result("train/000001", "failed", "compile_error")], name="shipped.jsonl")
+    runs_dir = tmp_path / "runs"
+    write_results(runs_dir, [result("train/000002", "failed", "compile_error", finished_at="2025-01-01T00:00:00Z"),
+                             result("train/000002", "ok", median_ms=1.0, finished_at="2025-01-01T00:00:00Z")])
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--error-type", "compile_error"])
+
+    picked = [r[0] for r in select_rows(store, args, runs_dir)]
+    counted = connect(store, runs_dir).execute("failures", Filters(error_type="compile_error").params()).to_pylist()
+    assert picked == ["train/000001"]  # train/000002: same time, the later line (ok) is its latest verdict
+    assert sum(r["rows"] for r in counted if r["error_type"] == "compile_error") == len(picked)
+
+
+def test_runs_belong_to_the_program_not_just_the_row_id(fixture_store, tmp_path):
+    """Every store shares the runs folder: a run of `train/000001` of one store is not a run of another store's
+    `train/000001` (issue 15 item 2)."""
+    import hashlib
+
+    from tests.ui_store import build_store
+
+    other = build_store(tmp_path / "other")
+    sha = hashlib.sha256(Store(fixture_store).program("train/000001").encode("utf-8")).hexdigest()
+    runs_dir = tmp_path / "shared-runs"
+    write_results(runs_dir, [result("train/000001", "failed", "compile_error") | {"program_sha256": sha}])
+    assert api.runs(fixture_store, runs_dir)["row_id"].to_pylist() == ["train/000001"]
+    assert api.runs(other, runs_dir).num_rows == 0
+    assert connect(other, runs_dir).execute("row_runs", {"row_id": "train/000001"}).num_rows == 0
+    assert connect(other, runs_dir).execute("failures", Filters(error_source="measured").params()).num_rows == 0
+
+
+def test_leaderboard_triton_only_with_measured_verdicts(fixture_store, tmp_path):
+    key = api.row(fixture_store, "train/000007").meta["problem_key"]  # its only label without a Triton kernel
+    runs_dir = tmp_path / "board"
+    write_results(runs_dir, [result("train/000007", "ok", median_ms=2.0) | {"speedup": 0.53}])
+    db = connect(fixture_store, runs_dir)
+    params = {**Filters(problem_key=key).params(), "k": 20}
+    everything = db.execute("fastest", {**params, "triton_only": False}).to_pylist()
+    triton = db.execute("fastest", {**params, "triton_only": True}).to_pylist()
+    assert "train/000007" in [r["id"] for r in everything] and "train/000007" not in [r["id"] for r in triton]
+    assert all(r["n_kernels"] > 0 for r in triton) and len(triton) == len(everything) - 1
+    shown = next(r for r in everything if r["id"] == "train/000007")
+    assert (shown["verified"], shown["speedup_vs_reference"], shown["measured_ms"]) == ("correct", 0.53, 2.0)
+    assert all(r["verified"] is None for r in everything if r["id"] != "train/000007")
+
+
+def test_agreement_with_the_labels_per_profile(fixture_store, tmp_path):
+    import subprocess
+    import sys
+
+    runs_dir = tmp_path / "agree"
+    loose, strict = {"method": {"profile": "kernelbench"}}, {"method": {"profile": "kernelbench-strict"}}
+    write_results(runs_dir, [
+        result("train/000000", "ok", median_ms=0.02) | loose,  # label 0.01: agrees, ratio 2
+        result("train/000001", "ok", median_ms=0.016) | loose,  # label 0.008: agrees, ratio 2
+        result("train/000004", "failed", "output_mismatch") | loose,  # label null: agrees
+        result("train/000000", "failed", "output_mismatch") | strict,  # label present: disagrees
+        result("train/000004", "ok", median_ms=1.0) | strict,  # label null: disagrees
+        result("train/000001", "ok", median_ms=0.016),  # no profile recorded
+    ])
+    rows = {r["profile"]: r for r in api.agreement(fixture_store, runs_dir).to_pylist()}
+    assert set(rows) == {"kernelbench", "kernelbench-strict", "(not recorded)"}
+    kb, st = rows["kernelbench"], rows["kernelbench-strict"]
+    assert (kb["rows"], kb["label_ok_measured_ok"], kb["label_null_measured_failed"], kb["agreement"]) == (3, 2, 1, 1.0)
+    assert kb["ratio_median"] == pytest.approx(2.0) and kb["rows_with_ratio"] == 2
+    assert (st["label_ok_measured_failed"], st["label_null_measured_ok"], st["agreement"]) == (1, 1, 0.0)
+    only = api.agreement(fixture_store, runs_dir, profile="kernelbench-strict")
+    assert only["profile"].to_pylist() == ["kernelbench-strict"]
+    cli = subprocess.run([sys.executable, "-m", "queries", "agreement", "--store", str(fixture_store),
+                          "--runs-dir", str(runs_dir), "--profile", "kernelbench"],
+                         capture_output=True, text=True, timeout=60, check=True)
+    assert "kernelbench" in cli.stdout and "100.0%" in cli.stdout and "strict" not in cli.stdout
+
+
+def test_problem_titles_are_unique_per_key(tmp_path):
+    import pyarrow as pa
+
+    from queries.ingest import ingest
+    from tests.fixtures import render
+
+    programs = [render("Elementwise op.", "torch.relu(x)", 64, "tl.maximum(x, 0.0)"),
+                render("Elementwise op.", "x * 2", 64, "x * 2.0"),
+                render("Elementwise op.", "x * 2", 64, "x * 2.0", block=128)]
+    source = tmp_path / "src" / "train.parquet"
+    source.parent.mkdir()
+    pq.write_table(pa.table({"x": programs, "y": pa.array([1.0, 2.0, 3.0], pa.float64())}), source)
+    ingest([str(source)], tmp_path / "store", progress=False, workers=1)
+    problems = api.problems(tmp_path / "store").to_pylist()
+    titles = [p["title"] for p in problems]
+    assert len(problems) == 2 and len(set(titles)) == 2
+    assert all(t.startswith("Elementwise op. · 64×64 · ") for t in titles)  # shared name + key prefix
+    assert all(p["title"].endswith(p["problem_key"][:6]) for p in problems)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import plotly.express as px
 import plotly.graph_objects as go
 import streamlit as st
+
+_SOURCE_COLOURS = {"static": "#4C78A8", "measured": "#F58518"}
 
 _HEIGHT = 320
 
@@ -23,11 +24,11 @@ def show(fig: go.Figure, key: str | None = None) -> None:
 
 def quantile_curve(quantiles, unit: str) -> go.Figure:
     """The label's quantile function (q against y, log x): a coarse ECDF from the store's quantile table."""
-    df = quantiles.to_pandas().dropna()
-    df = df[df["y"] > 0]
+    # q = 0 (the minimum) is left out: the share of labels at or below the minimum is 1/n, not 0
+    points = [(r["y"], r["q"]) for r in quantiles.to_pylist() if r["y"] is not None and r["y"] > 0 and r["q"] > 0]
     fig = go.Figure(
-        go.Scatter(x=df["y"], y=df["q"], mode="lines+markers", line_shape="linear", marker_color="#4C78A8",
-                   hovertemplate="%{y:.0%} of labels ≤ %{x:.4g}<extra></extra>")
+        go.Scatter(x=[p[0] for p in points], y=[p[1] for p in points], mode="lines+markers", line_shape="linear",
+                   marker_color="#4C78A8", hovertemplate="%{y:.0%} of labels ≤ %{x:.4g}<extra></extra>")
     )
     fig.update_xaxes(type="log", title=f"label ({unit}, log scale)")
     fig.update_yaxes(tickformat=".0%", title="share of rows with a label", range=[0, 1.02])
@@ -37,11 +38,11 @@ def quantile_curve(quantiles, unit: str) -> go.Figure:
 
 def log_histogram(bins, unit: str) -> go.Figure:
     """Rows per log10 bin of the label (bin_lo, bin_hi, rows from the queries layer), on a log x axis."""
-    df = bins.to_pandas()
-    centers = np.sqrt(df["bin_lo"] * df["bin_hi"])
+    lo = np.asarray(bins.column("bin_lo").to_pylist(), dtype=float)
+    hi = np.asarray(bins.column("bin_hi").to_pylist(), dtype=float)
     fig = go.Figure(
-        go.Bar(x=centers, y=df["rows"], width=df["bin_hi"] - df["bin_lo"], marker_color="#4C78A8",
-               customdata=np.stack([df["bin_lo"], df["bin_hi"]], axis=-1),
+        go.Bar(x=np.sqrt(lo * hi), y=bins.column("rows").to_pylist(), width=hi - lo, marker_color="#4C78A8",
+               customdata=np.stack([lo, hi], axis=-1),
                hovertemplate="%{customdata[0]:.4g} to %{customdata[1]:.4g}: %{y:,} rows<extra></extra>")
     )
     fig.update_xaxes(type="log", title=f"label ({unit}, log scale)")
@@ -50,20 +51,37 @@ def log_histogram(bins, unit: str) -> go.Figure:
     return _layout(fig)
 
 
+_MIN_TICKS = 3
+
+
 def _log_ticks(lo: float, hi: float) -> dict:
-    """Tick positions/labels for an axis that holds log10 values: 1-2-5 steps within the range."""
+    """Tick positions/labels for an axis that holds log10 values: 1-2-5 steps within the range, or five evenly
+    spaced ticks when the range is too narrow for three of those."""
     ticks = [e + math.log10(m) for e in range(math.floor(lo) - 1, math.ceil(hi) + 1) for m in (1, 2, 5)]
-    ticks = [t for t in ticks if lo - 1e-9 <= t <= hi + 1e-9] or [lo]
-    return dict(tickvals=ticks, ticktext=[f"{10**t:.3g}" for t in ticks])
+    ticks = [t for t in ticks if lo - 1e-9 <= t <= hi + 1e-9]
+    if len(ticks) < _MIN_TICKS:
+        ticks = [float(t) for t in np.linspace(lo, hi, 5)]
+    digits = max(3, 2 + math.ceil(-math.log10(max(10**hi - 10**lo, 1e-300) / max(10**hi, 1e-300))))
+    return dict(tickvals=ticks, ticktext=[f"{10**t:.{digits}g}" for t in ticks])
 
 
 _MAX_ECDF_POINTS = 500
 
 
+def ecdf_points(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(x, share of values <= x) of sorted `values`: the i-th smallest at i/n (the fastest at 1/n, never 0);
+    past `_MAX_ECDF_POINTS` values, that many evenly spaced shares with their inverted-CDF quantiles."""
+    n = len(values)
+    if n <= _MAX_ECDF_POINTS:
+        return values, np.arange(1, n + 1) / n
+    probs = np.linspace(1 / n, 1, _MAX_ECDF_POINTS)
+    return np.quantile(values, probs, method="inverted_cdf"), probs
+
+
 def _ecdf_trace(values: np.ndarray, name: str) -> go.Scatter:
-    """An ECDF on at most `_MAX_ECDF_POINTS` points (evenly spaced quantiles), so big problems stay light."""
-    probs = np.linspace(0, 1, min(len(values), _MAX_ECDF_POINTS))
-    return go.Scatter(x=np.quantile(values, probs), y=probs, mode="lines", name=name, line_shape="hv",
+    """An ECDF on at most `_MAX_ECDF_POINTS` points, so big problems stay light."""
+    x, probs = ecdf_points(values)
+    return go.Scatter(x=x, y=probs, mode="lines+markers" if len(x) <= 50 else "lines", name=name, line_shape="hv",
                       hovertemplate="%{y:.0%} ≤ %{x:.4g}<extra>%{fullData.name}</extra>")
 
 
@@ -123,10 +141,16 @@ def rate_bars(labels, rates, counts, title: str) -> go.Figure:
 
 def count_bars(labels, counts, title: str, color=None) -> go.Figure:
     """Horizontal bars of counts, largest on top; `color` optionally groups them (e.g. static/measured)."""
-    data = {"label": [str(x) for x in labels], "rows": list(counts)}
-    if color is not None:
-        data["source"] = [str(c) for c in color]
-    fig = px.bar(data, x="rows", y="label", color="source" if color is not None else None, orientation="h")
+    labels, counts = [str(x) for x in labels], list(counts)
+    groups = [str(c) for c in color] if color is not None else [""] * len(labels)
+    fig = go.Figure()
+    for group in dict.fromkeys(groups):
+        mine = [i for i, g in enumerate(groups) if g == group]
+        fig.add_bar(x=[counts[i] for i in mine], y=[labels[i] for i in mine], orientation="h", name=group or None,
+                    marker_color=_SOURCE_COLOURS.get(group, "#4C78A8"), showlegend=color is not None,
+                    hovertemplate="%{y}: %{x:,} rows<extra>" + (group or "") + "</extra>")
+    fig.update_layout(barmode="stack", legend_title_text="source" if color is not None else None)
     fig.update_yaxes(categoryorder="total ascending", title=None)
+    fig.update_xaxes(title="rows")
     fig.update_layout(title=title)
-    return _layout(fig, height=max(200, 60 + 26 * len(data["label"])))
+    return _layout(fig, height=max(200, 60 + 26 * len(set(labels))))

@@ -1,13 +1,15 @@
-"""Program text views: a side-by-side reference/candidate diff as escaped HTML, with a unified-diff fallback.
+"""Program text views: a side-by-side reference/candidate diff as escaped, syntax-coloured HTML (long unchanged
+runs folded, kernels linked from the top, in a scrolling box so the page stays short), or a unified diff.
 
 All program text comes from the dataset and is untrusted: every piece of it goes through `html.escape` before it
-is placed in markup, and the fallback uses `st.code`, which Streamlit renders as text.
+is placed in markup, and the unified view uses `st.code`, which Streamlit renders as text.
 """
 
 from __future__ import annotations
 
 import difflib
 import html
+import re
 
 import streamlit as st
 
@@ -15,6 +17,16 @@ import streamlit as st
 SIDE_BY_SIDE_MAX_LINES = 1500
 # Intraline highlighting only for line pairs this similar (otherwise whole-line colouring reads better).
 _INTRALINE_MIN_RATIO = 0.75
+# Unchanged runs longer than 2 * FOLD_CONTEXT + 1 lines are folded, keeping FOLD_CONTEXT lines at each end.
+FOLD_CONTEXT = 3
+DIFF_HEIGHT_PX = 640
+
+_TOKEN = re.compile(
+    r"(?P<com>#.*$)|(?P<str>[rbfuRBFU]{0,2}(?:\"\"\"|'''|\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'))"
+    r"|(?P<dec>@[\w.]+)|(?P<num>\b\d[\d_]*(?:\.\d*)?(?:[eE][+-]?\d+)?\b)"
+    r"|(?P<kw>\b(?:def|class|return|if|elif|else|for|while|import|from|as|with|in|not|and|or|is|None|True|False"
+    r"|lambda|yield|try|except|finally|raise|pass|break|continue|global|nonlocal|assert|del|async|await)\b)"
+)
 
 _CSS = """
 <style>
@@ -26,6 +38,9 @@ _CSS = """
 .tlx-diff tr.eq td.t{opacity:.85}
 .tlx-diff td.del{background:rgba(255,80,80,.14)} .tlx-diff td.add{background:rgba(60,200,90,.14)}
 .tlx-diff span.del{background:rgba(255,80,80,.35)} .tlx-diff span.add{background:rgba(60,200,90,.35)}
+.tlx-diff tr.fold td{text-align:center;color:#888;font-style:italic;background:rgba(128,128,128,.08)}
+.tlx-diff .c-com{color:#6a737d;font-style:italic} .tlx-diff .c-str{color:#b35900} .tlx-diff .c-kw{color:#8250df}
+.tlx-diff .c-num{color:#0a7e8c} .tlx-diff .c-dec{color:#1f6feb}
 </style>
 """
 
@@ -47,25 +62,59 @@ def _intraline(a: str, b: str) -> tuple[str, str]:
     return "".join(left), "".join(right)
 
 
-def _row(n_a, text_a, cls_a, n_b, text_b, cls_b, row_cls="") -> str:
+def highlight(line: str) -> str:
+    """One line of Python as escaped HTML with comments, strings, keywords, numbers and decorators in spans."""
+    out, at = [], 0
+    for m in _TOKEN.finditer(line):
+        out.append(html.escape(line[at : m.start()]))
+        out.append(f'<span class="c-{m.lastgroup}">{html.escape(m.group(0))}</span>')
+        at = m.end()
+    out.append(html.escape(line[at:]))
+    return "".join(out)
+
+
+def kernel_anchor(name: str) -> str:
+    """The element id of a kernel's first candidate line in the side-by-side table."""
+    return "tlx-kernel-" + re.sub(r"[^A-Za-z0-9_-]", "_", name)
+
+
+def _row(n_a, text_a, cls_a, n_b, text_b, cls_b, row_cls="", anchor="") -> str:
     na = "" if n_a is None else str(n_a)
     nb = "" if n_b is None else str(n_b)
+    row_id = f' id="{anchor}"' if anchor else ""
     return (
-        f'<tr class="{row_cls}"><td class="n">{na}</td><td class="t {cls_a}">{text_a}</td>'
+        f'<tr class="{row_cls}"{row_id}><td class="n">{na}</td><td class="t {cls_a}">{text_a}</td>'
         f'<td class="n">{nb}</td><td class="t {cls_b}">{text_b}</td></tr>'
     )
 
 
-def side_by_side_html(left: str, right: str, left_title: str, right_title: str) -> str:
-    """A two-column diff table (line numbers, changed lines coloured), all text HTML-escaped."""
+def side_by_side_html(left: str, right: str, left_title: str, right_title: str, *, fold: bool = True,
+                      anchors: dict[int, str] | None = None) -> str:
+    """A two-column diff table (line numbers, changed lines coloured, code highlighted), all text HTML-escaped.
+    `fold`: unchanged runs keep `FOLD_CONTEXT` lines at each end and a row saying how many are hidden;
+    `anchors`: right-side line number -> element id (kernels), never folded away."""
     a, b = left.splitlines(), right.splitlines()
+    anchors = anchors or {}
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     rows: list[str] = []
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
-            for k in range(i2 - i1):
-                text = html.escape(a[i1 + k])
-                rows.append(_row(i1 + k + 1, text, "", j1 + k + 1, text, "", "eq"))
+            n = i2 - i1
+            keep = set(range(n)) if not fold or n <= 2 * FOLD_CONTEXT + 1 else (
+                set(range(FOLD_CONTEXT)) | set(range(n - FOLD_CONTEXT, n))
+                | {j - j1 - 1 for j in anchors if j1 < j <= j2})
+            hidden = 0
+            for k in range(n):
+                if k not in keep:
+                    hidden += 1
+                    continue
+                if hidden:
+                    rows.append(f'<tr class="fold"><td colspan="4">⋯ {hidden} unchanged lines ⋯</td></tr>')
+                    hidden = 0
+                text = highlight(a[i1 + k])
+                rows.append(_row(i1 + k + 1, text, "", j1 + k + 1, text, "", "eq", anchors.get(j1 + k + 1, "")))
+            if hidden:
+                rows.append(f'<tr class="fold"><td colspan="4">⋯ {hidden} unchanged lines ⋯</td></tr>')
             continue
         span = max(i2 - i1, j2 - j1)
         for k in range(span):
@@ -76,12 +125,13 @@ def side_by_side_html(left: str, right: str, left_title: str, right_title: str) 
             ):
                 ta, tb = _intraline(la, lb)
             else:
-                ta = "" if la is None else html.escape(la)
-                tb = "" if lb is None else html.escape(lb)
+                ta = "" if la is None else highlight(la)
+                tb = "" if lb is None else highlight(lb)
+            nb = None if lb is None else j1 + k + 1
             rows.append(
                 _row(
                     None if la is None else i1 + k + 1, ta, "del" if la is not None else "",
-                    None if lb is None else j1 + k + 1, tb, "add" if lb is not None else "",
+                    nb, tb, "add" if lb is not None else "", anchor=anchors.get(nb, "") if nb else "",
                 )
             )
     head = (
@@ -99,11 +149,31 @@ def unified_diff_text(left: str, right: str, left_title: str, right_title: str) 
     return "\n".join(lines)
 
 
-def show_diff(left: str, right: str, left_title: str = "reference (Model)", right_title: str = "candidate (ModelNew)"):
-    """Render the diff: side by side when small enough, else a unified diff."""
+def kernel_lines(parsed) -> dict[int, str]:
+    """Candidate-side line number of each kernel's first line -> its anchor id (kernels in the candidate only)."""
+    offset = parsed.reference.count("\n")
+    return {k.lineno - offset: kernel_anchor(k.name) for k in parsed.kernels if k.lineno > offset}
+
+
+def diff_view(parsed, *, key: str, left_title: str = "reference (Model)",
+              right_title: str = "candidate (ModelNew)") -> None:
+    """The diff of a parsed program: side by side (folded, in a scrolling box, kernel links above) or unified."""
+    if parsed.mode == "text":
+        st.caption("The program does not parse: reference and candidate were split on text (first `import triton`).")
+    left, right = parsed.reference, parsed.candidate
     n_lines = left.count("\n") + right.count("\n") + 2
-    if n_lines <= SIDE_BY_SIDE_MAX_LINES:
-        st.html(side_by_side_html(left, right, left_title, right_title))
-    else:
-        st.caption(f"{n_lines:,} lines: showing a unified diff instead of the side-by-side view.")
+    views = ["side by side", "unified"]
+    default = views[0] if n_lines <= SIDE_BY_SIDE_MAX_LINES else views[1]
+    cols = st.columns([2, 2, 5])
+    view = cols[0].segmented_control("Diff", views, default=default, key=f"{key}::view") or default
+    if view == "unified":
         st.code(unified_diff_text(left, right, left_title, right_title), language="diff")
+        return
+    fold = not cols[1].toggle("Show unchanged lines", key=f"{key}::unfold")
+    anchors = kernel_lines(parsed)
+    if anchors:
+        links = " · ".join(f'<a href="#{anchor}">{html.escape(k.name)}</a>'
+                           for k in parsed.kernels for anchor in [kernel_anchor(k.name)] if anchor in anchors.values())
+        st.html(f'<div style="font-size:13px">Jump to kernel: {links}</div>')
+    with st.container(height=DIFF_HEIGHT_PX if n_lines > 60 else "content"):
+        st.html(side_by_side_html(left, right, left_title, right_title, fold=fold, anchors=anchors))

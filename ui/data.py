@@ -34,13 +34,3 @@ def _overview(store: str, built_at: str | None, filters: tuple) -> api.Overview:
 
 def overview(info, f: Filters) -> api.Overview:
     return _overview(str(info.path), info.built_at, astuple(f))
-
-
-@st.cache_data(show_spinner=False, max_entries=256, ttl=TTL_S)
-def _fastest(store: str, built_at: str | None, problem_key: str, k: int, filters: tuple):
-    return api.fastest(store, problem_key, k=k, f=Filters(*filters))
-
-
-def fastest(info, problem_key: str, k: int, f: Filters):
-    """The problem's leaderboard (see `queries.api.fastest`)."""
-    return _fastest(str(info.path), info.built_at, problem_key, k, astuple(f))

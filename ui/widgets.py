@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import streamlit as st
 
-from ui import links
+from ui import columns, links
+from ui.labels import error_name
+
+if TYPE_CHECKING:  # pandas loads on the first table, not with every page (cold start)
+    import pandas as pd
 
 ALL = "(all)"
 
@@ -94,13 +99,21 @@ def linked_table(
     column_config: dict | None = None,
     height: int | str = "auto",
 ) -> None:
-    """A dataframe with an "open" link per row; selecting a row switches to `target` with `param=<id>`."""
+    """A dataframe with an "open" link per row; selecting a row switches to `target` with `param=<id>`. Columns
+    are named and formatted by `ui.columns` (hashes hidden, title and metrics first) unless `column_config`
+    says otherwise."""
     if df.empty:
         st.info("No rows match.")
         return
-    df = df.copy()
+    df = columns.front(df.copy())
+    for name in ("static_error", "measured_error", "error_type"):
+        if name in df.columns:
+            df[name] = df[name].map(lambda v: error_name(v) if isinstance(v, str) else v)
     df.insert(0, "open", [links.href(target, **{param: v}) for v in df[id_column]])
-    config = {"open": st.column_config.LinkColumn("open", display_text="open", width="small")}
+    from queries.settings import load_settings
+
+    config = columns.standard(load_settings().label_unit)
+    config["open"] = st.column_config.LinkColumn("open", display_text="open", width="small")
     config.update(column_config or {})
     event = st.dataframe(
         df, key=key, hide_index=True, column_config=config, on_select="rerun", selection_mode="single-row",
@@ -113,6 +126,6 @@ def linked_table(
 
 def fmt_label(value, unit: str) -> str:
     """A label value with its unit, or a dash for a failed row."""
-    if value is None or pd.isna(value):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
     return f"{value:.4g} {unit}"

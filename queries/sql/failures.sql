@@ -1,29 +1,24 @@
--- Failures by error type: static (the index, over label-failed rows) and measured (latest run result of each
--- filtered row that failed), kept apart by the source column.
+-- Failed rows by cause, each row counted once: a row fails when its label is empty or its latest re-run failed.
+-- Its cause is the latest measured verdict where the row was re-run (source 'measured'; 'ok' = the re-run passed
+-- although the label is empty), else the static finding of ingest (source 'static'; 'ok_static' = nothing found).
+-- With the error-source filter 'static' every row is counted by its static finding.
 WITH rows AS (
     SELECT * FROM filtered(
         $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
     $f_source::VARCHAR)
+    WHERE NOT ok OR measured_status = 'failed'
 ),
-static AS (
-    SELECT 'static' AS source, static_error AS error_type, count(*) AS rows,
-           count(DISTINCT problem_key) AS problems
-    FROM rows
-    WHERE NOT ok
-    GROUP BY static_error
-),
-measured AS (
-    SELECT 'measured' AS source, measured_error AS error_type, count(*) AS rows,
-           count(DISTINCT problem_key) AS problems
-    FROM rows
-    WHERE measured_status <> 'ok'
-    GROUP BY measured_error
-),
-both_sources AS (
-    SELECT * FROM static
-    UNION ALL
-    SELECT * FROM measured
+causes AS (
+    SELECT
+        problem_key,
+        CASE WHEN by_static THEN 'static' ELSE 'measured' END AS source,
+        CASE WHEN by_static THEN static_error ELSE coalesce(measured_error, measured_status) END
+            AS error_type
+    FROM (SELECT *, (measured_status IS NULL OR coalesce($f_source::VARCHAR = 'static', false)) AS by_static
+          FROM rows)
 )
-SELECT source, error_type, rows, problems, rows / sum(rows) OVER (PARTITION BY source) AS share
-FROM both_sources
-ORDER BY source DESC, rows DESC, error_type;
+SELECT source, error_type, count(*) AS rows, count(DISTINCT problem_key) AS problems,
+       count(*) / sum(count(*)) OVER () AS share
+FROM causes
+GROUP BY source, error_type
+ORDER BY rows DESC, source, error_type;

@@ -1,12 +1,14 @@
 -- The k fastest correct candidates of one problem (the macro's problem argument), copies (same candidate_key)
 -- folded into their fastest row, ties broken by id; speedup against the median label of the problem's
--- filtered correct rows. Hash aggregates and joins only (no window sort over the problem's rows).
+-- filtered correct rows. `$triton_only`: candidates with at least one Triton kernel only. The shown row's latest
+-- re-run (this store's, see setup_runs.sql) gives its verdict and its speedup vs the eager reference, measured
+-- as KernelBench reports it. Hash aggregates and joins only (no window sort over the problem's rows).
 WITH rows AS (
     SELECT id, y, split, n_kernels, kernel_names, autotuned, cand_chars, candidate_key
     FROM filtered(
         $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
     $f_source::VARCHAR)
-    WHERE ok
+    WHERE ok AND (NOT $triton_only::BOOLEAN OR n_kernels > 0)
 ),
 folded AS (
     SELECT candidate_key, min(y) AS y, max(y) AS y_copies_max, count(*) AS copies
@@ -26,6 +28,10 @@ best AS (
 SELECT
     row_number() OVER (ORDER BY t.y, b.id) AS rank,
     b.id,
+    m.speedup AS speedup_vs_reference,
+    CASE WHEN m.status IS NULL THEN NULL WHEN m.status = 'ok' THEN 'correct'
+         ELSE 'failed: ' || coalesce(m.error_type, 'unknown') END AS verified,
+    m.median_ms AS measured_ms,
     t.y,
     t.copies,
     t.y_copies_max,
@@ -39,5 +45,6 @@ SELECT
 FROM top t
 JOIN best b ON b.candidate_key = t.candidate_key
 JOIN rows r ON r.id = b.id
+LEFT JOIN runs_latest m ON m.row_id = b.id
 ORDER BY t.y, b.id
 LIMIT $k;

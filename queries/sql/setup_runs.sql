@@ -1,11 +1,14 @@
--- At connect and whenever result files change: run results, the latest result of each row, and that latest
--- verdict copied onto the row in `programs` (so filters on it need no join).
+-- At connect and whenever result files change: the run results of this store's programs, the latest result of
+-- each row, and that latest verdict copied onto the row in `programs` (so filters on it need no join).
+-- A result belongs to a row when it names the row's id AND the row's program hash: every store shares the runs
+-- folder, and the same row id means another program in another store. Results that name no hash (older logs)
+-- match by row id alone. The latest verdict is this file's order, the only definition the project uses.
 CREATE OR REPLACE TABLE runs AS
-SELECT * FROM runs_arrow;
+SELECT r.* FROM runs_arrow r
+JOIN programs p ON p.id = r.row_id AND (r.program_sha256 IS NULL OR r.program_sha256 = p.program_sha256);
 
 CREATE OR REPLACE VIEW runs_latest AS
 SELECT * FROM runs
-WHERE row_id IS NOT NULL
 QUALIFY row_number() OVER (
     PARTITION BY row_id ORDER BY finished_at DESC NULLS LAST, results_file DESC, line DESC
 ) = 1;

@@ -1,0 +1,94 @@
+"""A row's run results on the Kernel page: the latest verdict (status, error with trimmed traceback, measured ms,
+GPU, profile) and the history of every run. Both read flat run rows (`queries.results.RUNS_SCHEMA`), so a verdict
+fresh from the runner and one read back from the results log look the same."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+from ui.labels import error_name
+
+TOLERANCE_NOTE = "tightest standard tolerance (atol = rtol) that every output passed on every trial"
+
+
+def _ms(value: float | None, spread: float | None = None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value:.4g} ms" + (f" ± {spread:.2g}" if spread is not None and not math.isnan(spread) else "")
+
+
+def _present(value) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def headline(run: dict) -> str:
+    """`correct` or `failed: <error type>`, with where and under which profile."""
+    ok = run.get("status") == "ok"
+    text = "correct" if ok else f"failed: {error_name(run.get('error_type') or 'unknown')}"
+    where = [str(v) for v in (run.get("gpu") or run.get("device"), run.get("profile")) if v]
+    return f"**{text}**" + (f" · {' · '.join(where)}" if where else "")
+
+
+def show_latest(run: dict, label_y: float | None, unit: str, source: str) -> None:
+    """The latest verdict of a row; `source` says where it comes from (a job just finished, or the log)."""
+    ok = run.get("status") == "ok"
+    (st.success if ok else st.error)(f"Latest verdict: {headline(run)}  \n{source}")
+    cols = st.columns(4)
+    trials = run.get("trials")
+    cols[0].metric("correct trials", f"{run.get('correct_trials') if _present(run.get('correct_trials')) else '—'}"
+                   f" / {trials if _present(trials) else '—'}")
+    cols[1].metric("ModelNew median", _ms(run.get("median_ms"), run.get("std_ms")))
+    cols[2].metric("Model (eager) median", _ms(run.get("ref_median_ms")))
+    speedup = run.get("speedup")
+    cols[3].metric("speedup vs reference", f"{speedup:.3g}×" if _present(speedup) else "—")
+    notes = []
+    median = run.get("median_ms")
+    if _present(median) and _present(label_y) and label_y > 0:
+        notes.append(f"measured / label = {median / label_y:.3g} (measured in ms; the label is taken as {unit})")
+    if _present(run.get("tolerance_passed")):
+        notes.append(f"correct at {run['tolerance_passed']:g} ({TOLERANCE_NOTE})")
+    elif _present(run.get("max_abs_diff")):
+        notes.append(f"max abs diff {run['max_abs_diff']:.3g} · max rel diff {run.get('max_rel_diff') or 0:.3g}")
+    if run.get("device") == "cpu-interpreter":
+        notes.append("ran in the Triton CPU interpreter: correctness only, no timing")
+    if notes:
+        st.caption(" · ".join(notes))
+    flags = list(run.get("flags") or [])
+    if flags:
+        st.warning("Flags: " + ", ".join(map(str, flags)))
+    if "launch_bound" in flags:
+        st.info("Launch-bound: the host needs about as long to launch this call as the GPU needs to run it, so the "
+                "GPU waits for Python between kernels and this timing follows host load from run to run.")
+    if not ok:
+        st.markdown(f"**{run.get('exception') or 'error'}**")  # the message is program text: shown as text
+        if run.get("message"):
+            st.code(run["message"], language=None, wrap_lines=True)
+        if run.get("traceback"):
+            st.code(run["traceback"], language=None)
+
+
+def history_frame(runs: pd.DataFrame) -> pd.DataFrame:
+    """Every run of the row, newest first, with the columns a reader compares."""
+    columns = ["finished_at", "status", "error_type", "median_ms", "ref_median_ms", "speedup", "tolerance_passed",
+               "profile", "gpu", "device", "duration_s", "result_id"]
+    frame = runs[[c for c in columns if c in runs.columns]].copy()
+    frame["error_type"] = frame["error_type"].map(lambda v: error_name(v) if isinstance(v, str) else None)
+    return frame
+
+
+HISTORY_COLUMNS = {
+    "finished_at": st.column_config.TextColumn("finished (UTC)"),
+    "error_type": st.column_config.TextColumn("error"),
+    "median_ms": st.column_config.NumberColumn("ModelNew median (ms)", format="%.4g"),
+    "ref_median_ms": st.column_config.NumberColumn("Model median (ms)", format="%.4g"),
+    "speedup": st.column_config.NumberColumn("speedup vs reference", format="%.3g×"),
+    "tolerance_passed": st.column_config.NumberColumn("correct at", format="%g"),
+    "duration_s": st.column_config.NumberColumn("duration (s)", format="%.1f"),
+}
+
+
+def show_history(runs: pd.DataFrame) -> None:
+    st.dataframe(history_frame(runs), hide_index=True, key="row_history", column_config=HISTORY_COLUMNS)
