@@ -27,7 +27,7 @@ STREAMING_BUFFER = "128MB"
 REJECT_DETAIL = {"null_program": "x is null", "empty_program": "x is blank"}
 # columns of a finished batch that go to the index as they are
 INDEX_FIELDS = ("id", "split", "row", "source_file", "y", "problem_id", "holdout_group", "static_error",
-                "kernel_names", "autotuned", "n_chars", "program_sha256", "cut_chars", "ref_hash")
+                "kernel_names", "autotuned", "n_chars", "cut_chars", "ref_hash")
 
 
 def connect(threads: int, memory_limit: str) -> duckdb.DuckDBPyConnection:
