@@ -1,8 +1,9 @@
-"""A SQL-console worker: `python -m queries.console_child STORE RUNS_DIR HEADROOM_BYTES` (started by
-`queries.console_pool`, never by hand; Linux: it reads its size from /proc).
+"""A SQL-console worker: `python -m queries.console_child STORE RUNS_DIR HEADROOM_BYTES FILE_BYTES` (started by
+`queries.console_pool` in a scratch folder, never by hand; Linux: it reads its size from /proc).
 
-It exits when its parent process goes, loads the store, then caps its own address space (`RLIMIT_AS`) at its size after loading
-plus HEADROOM_BYTES, and tells the parent it is ready. Then, per request line on stdin
+It exits when its parent process goes, loads the store, then caps its own address space (`RLIMIT_AS`) at its size
+after loading plus HEADROOM_BYTES and each file it writes (`RLIMIT_FSIZE`: DuckDB's spill files in the scratch
+folder) at FILE_BYTES, and tells the parent it is ready. Then, per request line on stdin
 (`{"sql", "max_rows", "timeout_s"}`), it answers on stdout with one JSON header line followed by `bytes` bytes:
 `{"bytes": N}` + the result as an Arrow IPC stream, or `{"error": message, "kind": "console"|"store", "bytes": 0}`
 (`"recycle": true` when the worker should not be used again: a statement, typically one that ran out of memory,
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
 import sys
 import threading
 import time
@@ -74,7 +76,7 @@ def _answer(store: Path, runs_dir: Path, request: dict) -> tuple[dict, bytes]:
 
 
 def main(argv: list[str]) -> int:
-    store, runs_dir, headroom = Path(argv[0]), Path(argv[1]), int(argv[2])
+    store, runs_dir, headroom, file_bytes = Path(argv[0]), Path(argv[1]), int(argv[2]), int(argv[3])
     threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), daemon=True).start()
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # stray prints from libraries go to stderr, never into a reply
@@ -86,6 +88,8 @@ def main(argv: list[str]) -> int:
         return 0
     loaded = _address_space()
     resource.setrlimit(resource.RLIMIT_AS, (loaded + headroom, loaded + headroom))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the file limit fails (EFBIG) instead of killing
+    resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
     _send(out, {"ready": True})
     for line in sys.stdin.buffer:
         try:

@@ -17,8 +17,10 @@ import atexit
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -34,6 +36,7 @@ KILL_GRACE_S = 1.0
 QUEUE_WAIT_S = 20.0
 STARTUP_TIMEOUT_S = 120.0
 MEMORY_HEADROOM_BYTES = 2 * 1024**3
+SCRATCH_FILE_BYTES = 1024**3  # RLIMIT_FSIZE of a worker: caps each file DuckDB spills to
 DUCKDB_MEMORY = "1GB"  # DuckDB's own limit inside a worker: the first line, below the address-space cap
 MAX_RESULT_BYTES = 64 * 1024 * 1024
 HEADER_BYTES = 64 * 1024
@@ -67,11 +70,13 @@ class Worker:
 
     def __init__(self, key: Key):
         self.key = key
+        self.scratch = tempfile.mkdtemp(prefix="tlx-console-")  # its cwd: where DuckDB spills (`.tmp/`)
         env = dict(os.environ, MALLOC_ARENA_MAX="2", TLX_DUCKDB_MEMORY=DUCKDB_MEMORY,
                    PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "queries.console_child", key[0], key[1], str(MEMORY_HEADROOM_BYTES)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO_ROOT, env=env)  # stderr: the explorer's log
+            [sys.executable, "-m", "queries.console_child", key[0], key[1], str(MEMORY_HEADROOM_BYTES),
+             str(SCRATCH_FILE_BYTES)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=self.scratch, env=env)  # stderr: the explorer's log
         self._pending = bytearray()
         try:
             header, _ = self._reply(time.monotonic() + STARTUP_TIMEOUT_S)
@@ -120,6 +125,7 @@ class Worker:
                 pipe.close()
             except OSError:
                 pass
+        shutil.rmtree(self.scratch, ignore_errors=True)  # what a killed DuckDB left spilled
 
 
 class Pool:

@@ -114,7 +114,7 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=120.0, help="seconds of load (at most 600)")
     parser.add_argument("--json", action="store_true")
     explorer = parser.add_argument_group("explorer")
-    explorer.add_argument("--store", type=Path, default=Path("/tmp/qbench/s600k"))
+    explorer.add_argument("--store", type=Path, default=Path("/tmp/qbench/s600k"), help="also the console's store")
     explorer.add_argument("--sessions", type=int, default=20)
     explorer.add_argument("--page-timeout", type=float, default=60.0, help="seconds before a page counts as failed")
     explorer.add_argument("--seed", type=int, default=1)

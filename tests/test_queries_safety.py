@@ -184,15 +184,20 @@ def test_a_worker_is_kept_when_a_refused_statement_left_nothing_mapped(fixture_s
     assert idle_worker_pids() == before
 
 
-def test_workers_have_an_address_space_limit(fixture_store):
+def test_workers_have_memory_and_file_limits_and_a_scratch_folder(fixture_store):
     api.console(fixture_store, "SELECT 1 AS one")
     pids = idle_worker_pids()
     assert pids and all(pid != os.getpid() for pid in pids)
+    scratch = []
     for pid in pids:
         with open(f"/proc/{pid}/limits") as fh:
-            line = next(x for x in fh if x.startswith("Max address space"))
-        soft = line.split()[3]
-        assert soft != "unlimited" and int(soft) < 16 * 2**30, line
+            limits = {line[:26].strip(): line[26:].split() for line in fh}
+        assert limits["Max address space"][0] != "unlimited" and int(limits["Max address space"][0]) < 16 * 2**30
+        assert int(limits["Max file size"][0]) == console_pool.SCRATCH_FILE_BYTES  # DuckDB's spill files
+        scratch.append(os.readlink(f"/proc/{pid}/cwd"))  # where DuckDB spills: a scratch folder, not the repo
+        assert Path(scratch[-1]).name.startswith("tlx-console-") and Path(scratch[-1]).is_dir()
+    console_pool._POOL.close()
+    assert not [d for d in scratch if Path(d).exists()]  # removed with their workers
 
 
 def test_a_statement_past_its_time_is_killed_from_outside(fixture_store, monkeypatch):
