@@ -140,6 +140,7 @@ def test_corruption_mid_file_fails_late_and_keeps_the_store(tmp_path):
 
 def test_huge_row_group_and_parallel_parse(tmp_path, monkeypatch):
     monkeypatch.setattr("queries.ingest.syntax_check.PARALLEL_MIN_ROWS", 100)  # syntax-check processes on a small file
+    monkeypatch.setattr("queries.ingest.program_fields.PARALLEL_MIN_ROWS", 100)  # and program-field processes
     rows = 1200
     texts = [program(("relu", "matmul")[i % 2], block=64 + i) for i in range(rows)]
     src = tmp_path / "train.parquet"
@@ -149,6 +150,11 @@ def test_huge_row_group_and_parallel_parse(tmp_path, monkeypatch):
     store = Store(tmp_path / "store")
     assert store.program("train/001199") == texts[-1] and store.program("train/000600") == texts[600]
     assert len({r["candidate_key"] for r in _index(tmp_path / "store").values()}) == rows
+    serial = ingest([str(src)], tmp_path / "serial", progress=False, workers=1)  # the same fields in one process
+    assert serial["rows_indexed"] == rows
+    fields = ("id", "candidate_key", "program_sha256", "static_error", "problem_key")
+    assert ([{k: r[k] for k in fields} for r in _index(tmp_path / "store").values()]
+            == [{k: r[k] for k in fields} for r in _index(tmp_path / "serial").values()])
 
 
 def test_cli_prints_summary_and_fails_clearly(tmp_path):
