@@ -17,6 +17,7 @@ $(PY):
 $(RUN_STAMP): requirements.txt requirements-explorer.txt | $(PY)
 	@echo "[make] installing what the explorer and the local runner need (first start: torch is the big one)"
 	$(PY) -m pip install --progress-bar on -r requirements.txt
+	$(PY) -m pip install --no-deps -e .
 	touch $@
 
 $(DEV_STAMP): $(RUN_STAMP) requirements-dev.txt
