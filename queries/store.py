@@ -55,7 +55,7 @@ class RowNotInStore(StoreError, LookupError):
 
 def parse_row_id(row_id: str) -> tuple[str, int]:
     split, sep, row = str(row_id).rpartition("/")
-    if not sep or not split or not row.isdigit():
+    if not sep or not split or not (row.isascii() and row.isdigit()):  # not '²' or '١٢٣', which int() reads
         raise RowNotInStore(f"bad row id {row_id!r}: expected '<split>/<row>', e.g. 'train/000123'")
     return split, int(row)
 

@@ -47,8 +47,9 @@ def test_program_reads_one_row(fixture_store):
     assert code.metadata.num_row_groups > 1 and code.metadata.row_group(0).num_rows == 4
     with pytest.raises(StoreError, match="no row 'train/000999'"):
         store.program("train/000999")
-    with pytest.raises(StoreError, match="bad row id"):
-        store.program("nonsense")
+    for bad in ("nonsense", "train/²", "train/١٢٣"):  # '١٢٣' would read as row 123 through int()
+        with pytest.raises(StoreError, match="bad row id"):
+            store.program(bad)
 
 
 def test_meta_accounts_for_every_row(fixture_store):
