@@ -4,6 +4,8 @@ from __future__ import annotations
 
 ERROR_NAMES = {
     "ok_static": "no static finding",
+    "unavailable_import": "imports a package the runner lacks",
+    "forward_arity_mismatch": "forward() arguments differ from Model's",
     "ok": "passed on re-run",
 }
 
