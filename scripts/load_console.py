@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from queries import api, console_pool  # noqa: E402
+from scripts.load_common import percentile, run_clients  # noqa: E402
 
 GOOD = [
     ("group by", "SELECT split, count(*) AS n, avg(ok::int) AS ok_rate FROM programs GROUP BY split ORDER BY split"),
@@ -38,13 +39,6 @@ HOSTILE = [
 ]
 REFUSED = re.compile(r"more memory than the console allows|time limit")
 BUSY = "the console is busy"
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
 
 
 def rss_kib(pid: int) -> int:
@@ -108,20 +102,12 @@ def run(args) -> dict:
     times: dict[str, list[float]] = defaultdict(list)
     errors: list[str] = []
     busy: list[str] = []
-    peaks, stop = {"parent_rss_kib": rss_kib(os.getpid()), "workers": 0, "workers_rss_kib": 0}, threading.Event()
+    peaks = {"parent_rss_kib": rss_kib(os.getpid()), "workers": 0, "workers_rss_kib": 0}
     rss_before = peaks["parent_rss_kib"]
-    sampler = threading.Thread(target=sample, args=(peaks, stop), daemon=True)
-    sampler.start()
-    started = time.monotonic()
-    until = started + min(args.duration, 600.0)
+    until = time.monotonic() + min(args.duration, 600.0)
     threads = [threading.Thread(target=session, args=(store, i, until, args.bad_every, times, errors, busy))
                for i in range(args.clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    elapsed = time.monotonic() - started
-    stop.set()
+    elapsed = run_clients(threads, sample, peaks)
     good = [t for k, v in times.items() if not k.startswith("hostile") for t in v]
     return {
         "clients": args.clients, "duration_s": round(elapsed, 1), "store": str(store),

@@ -28,6 +28,7 @@ sys.path.insert(0, str(REPO))
 
 from runner.results_log import read_results  # noqa: E402
 from scripts.fault_test import TOKEN, Service, tiny_program  # noqa: E402
+from scripts.load_common import percentile, run_clients  # noqa: E402
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 # (name, method, path, body, expected status): inputs that broke or bent the service before issue 14.
@@ -38,13 +39,6 @@ BAD = [
     ("superscript limit", "GET", "/jobs?limit=%C2%B2", b"", 400),
     ("wrong token with a body", "POST", "/jobs", b"GET /health HTTP/1.1\r\n\r\n", 401),
 ]
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 1)
 
 
 class Client(threading.Thread):
@@ -98,6 +92,11 @@ class Client(threading.Thread):
             round_ += 1
 
 
+def ms(values: list[float], q: float) -> float | None:
+    """The q-quantile of durations in seconds, in milliseconds."""
+    return percentile(values, q, scale=1000, digits=1)
+
+
 def sample_process(pid: int, peaks: dict[str, int], stop: threading.Event) -> None:
     while not stop.wait(0.2):
         try:
@@ -114,17 +113,10 @@ def load(runs_dir: Path, clients: int, duration: float, programs: int, bad_every
     service = Service(runs_dir)
     client = service.start()
     netloc = urlsplit(service.url).netloc
-    peaks, stop = {"threads": 0, "rss_kib": 0}, threading.Event()
-    sampler = threading.Thread(target=sample_process, args=(service.proc.pid, peaks, stop), daemon=True)
-    sampler.start()
-    started = time.monotonic()
-    workers = [Client(i, netloc, started + duration, programs, bad_every, timeout) for i in range(clients)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    elapsed = time.monotonic() - started
-    stop.set()
+    peaks = {"threads": 0, "rss_kib": 0}
+    until = time.monotonic() + duration
+    workers = [Client(i, netloc, until, programs, bad_every, timeout) for i in range(clients)]
+    elapsed = run_clients(workers, sample_process, service.proc.pid, peaks)
     ids = set().union(*(w.job_ids for w in workers))
     drain_deadline = time.monotonic() + 600
     while client.health()["queue_length"] or client.health()["running"]:
@@ -145,8 +137,8 @@ def load(runs_dir: Path, clients: int, duration: float, programs: int, bad_every
         "clients": clients, "duration_s": round(elapsed, 1), "requests": sum(len(v) for v in times.values()),
         "requests_per_s": round(sum(len(v) for v in times.values()) / elapsed, 1),
         "errors": len(errors), "error_examples": errors[:5],
-        "p50_ms": percentile(every, 0.5), "p95_ms": percentile(every, 0.95),
-        "per_kind": {k: {"n": len(v), "p50_ms": percentile(v, 0.5), "p95_ms": percentile(v, 0.95),
+        "p50_ms": ms(every, 0.5), "p95_ms": ms(every, 0.95),
+        "per_kind": {k: {"n": len(v), "p50_ms": ms(v, 0.5), "p95_ms": ms(v, 0.95),
                          "max_ms": round(max(v) * 1000, 1), "mean_ms": round(statistics.fmean(v) * 1000, 1)}
                      for k, v in sorted(times.items())},
         "service_peak_threads": peaks["threads"], "service_peak_rss_mib": round(peaks["rss_kib"] / 1024),

@@ -28,6 +28,7 @@ from urllib.parse import quote
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from scripts.load_common import percentile  # noqa: E402
 from tests.ui_services import CHROMIUM, streamlit_server  # noqa: E402
 
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -48,13 +49,6 @@ def targets(store: Path, n: int, seed: int) -> list[tuple[str, str]]:
     rng = random.Random(seed)
     picks = rng.sample(range(index.num_rows), min(n, index.num_rows))
     return [(index["problem_key"][i].as_py(), index["id"][i].as_py()) for i in picks]
-
-
-def percentile(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
 
 
 async def session(browser, base: str, walk: list[tuple[str, str]], until: float, timeout_ms: int,
