@@ -27,6 +27,7 @@ class Profile:
     atol: float | None  # for every dtype; None: by dtype (STRICT_BY_DTYPE, else 1e-2), atol = rtol
     rtol: float | None
     tf32_off: bool  # turn TF32 off for matmuls and cuDNN; False leaves torch's flags as they are
+    summary: str  # one line for pickers (the explorer's Re-run panel)
 
     def tolerances(self, dtype_name: str) -> tuple[float, float]:
         """(atol, rtol) for an output of this dtype (`torch.float32` or `float32`)."""
@@ -35,8 +36,10 @@ class Profile:
 
 
 PROFILES = {
-    "kernelbench": Profile("kernelbench", 1e-2, 1e-2, tf32_off=False),
-    "kernelbench-strict": Profile("kernelbench-strict", None, None, tf32_off=True),
+    "kernelbench": Profile("kernelbench", 1e-2, 1e-2, tf32_off=False,
+                           summary="default: torch flags, atol = rtol = 1e-2"),
+    "kernelbench-strict": Profile("kernelbench-strict", None, None, tf32_off=True,
+                                  summary="fp32 1e-4, TF32 off"),
 }
 NAMES = (*PROFILES, CUSTOM)
 
@@ -66,7 +69,7 @@ def resolve(profile: str, atol: float | None = None, rtol: float | None = None) 
         return PROFILES[name]
     atol = rtol if atol is None else atol
     rtol = atol if rtol is None else rtol
-    return Profile(CUSTOM, float(atol), float(rtol), tf32_off=False)
+    return Profile(CUSTOM, float(atol), float(rtol), tf32_off=False, summary=f"atol {atol:g}, rtol {rtol:g}")
 
 
 def tightest_passed(worst_ratio: float | None) -> float | None:

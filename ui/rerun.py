@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from runner import profiles
 from ui import context
 
 _POLL_S = 1.0
-PROFILES = {
-    "kernelbench": "kernelbench (default: torch flags, atol = rtol = 1e-2)",
-    "kernelbench-strict": "kernelbench-strict (fp32 1e-4, TF32 off)",
-    "custom": "custom tolerance",
-}
+PROFILES = {**{name: f"{name} ({p.summary})" for name, p in profiles.PROFILES.items()},
+            profiles.CUSTOM: "custom tolerance"}
 
 
 def client_of(cfg):
