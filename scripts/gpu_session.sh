@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# The runner's GPU figures of BENCHMARKS.md on real programs, in two device calls of < 10 minutes each (each may
+# The runner's GPU figures of BENCHMARKS.md on real programs, in three device calls of < 10 minutes each (each may
 # land on a fresh machine: cold Triton cache, no pyarrow, so rows travel as JSON lines). Prepare here:
 #   python scripts/bench_runner.py export --corpus ../shared/data/realworld --rows 300 --seed 1 --out var/gpu/sel300.jsonl
 #   python scripts/bench_runner.py export --corpus data/sample --rows 1000 --out var/gpu/sample.jsonl
-#   var/gpu/ok.jsonl (correct rows of an earlier pass) and var/gpu/alone24.jsonl (16 of them + 8 failing rows)
-# then on the device: scripts/gpu_session.sh 1|2|3 (results and summaries land in $OUT).
-#   1: environment, GPU tests, the 300 rows with 4 jobs per GPU
-#   2: 24 rows one at a time (verdicts as with overlap?), the correct rows again with 4 jobs per GPU (run-to-run
-#      timing), a warm service's re-run latency, the embedded sample under the default profile (its labels)
-#   3: GPU tests and the correct rows again after the drain-before-release fix, the sample rows 2 had no time for
+#   var/gpu/ok.jsonl (the correct rows of an earlier pass) and var/gpu/alone.jsonl (20 rows, correct and failing)
+# then on the device, with var carried: scripts/gpu_session.sh 1|2|3 (results and summaries land in $OUT).
+#   1: environment, the 300 rows with 4 jobs per GPU (runs/min, GPU busy, verdicts)
+#   2: GPU tests, the correct rows again with 4 jobs per GPU (run-to-run timing), 20 rows one at a time (verdicts
+#      as with overlap?), a warm service's re-run latency
+#   3: the embedded sample one job at a time under the default profile (its labels: make_sample.py --labels)
 set -u
 export PYTHONUNBUFFERED=1
 OUTD=${OUT:-/tmp/tlx-out}; mkdir -p "$OUTD"
@@ -20,34 +20,26 @@ case "${1:-}" in
 1)
   nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv | tee -a "$LOG"
   python3 -c "import torch, triton, sys, os; print('python', sys.version.split()[0], 'torch', torch.__version__, 'triton', triton.__version__, 'cpus', os.cpu_count())" | tee -a "$LOG"
-  step "GPU tests"
-  timeout 150 python3 -m pytest -q -m gpu tests/test_runner_gpu.py tests/test_reliability_sandbox.py -p no:cacheprovider 2>&1 | tail -15 | tee -a "$LOG"
   step "300 rows, 4 jobs per GPU"
-  timeout -s INT 480 "${BENCH[@]}" run --programs var/gpu/sel300.jsonl --jobs-per-gpu 4 --budget-s 400 --out /tmp/b1 2>&1 | tail -3 | tee -a "$LOG"
+  timeout -s INT 575 "${BENCH[@]}" run --programs var/gpu/sel300.jsonl --jobs-per-gpu 4 --budget-s 540 --out /tmp/b1 2>&1 | tail -3 | tee -a "$LOG"
   keep /tmp/b1 overlap
   ;;
 2)
-  step "24 rows one at a time"
-  timeout -s INT 170 "${BENCH[@]}" run --programs var/gpu/alone24.jsonl --jobs-per-gpu 1 --budget-s 140 --out /tmp/b2 2>&1 | tail -3 | tee -a "$LOG"
-  keep /tmp/b2 alone
+  step "GPU tests"
+  timeout 150 python3 -m pytest -q -m gpu tests/test_runner_gpu.py tests/test_reliability_sandbox.py -p no:cacheprovider 2>&1 | tail -8 | tee -a "$LOG"
   step "correct rows again, 4 jobs per GPU"
-  timeout -s INT 170 "${BENCH[@]}" run --programs var/gpu/ok.jsonl --jobs-per-gpu 4 --budget-s 140 --out /tmp/b3 2>&1 | tail -3 | tee -a "$LOG"
-  keep /tmp/b3 overlap_again
+  timeout -s INT 200 "${BENCH[@]}" run --programs var/gpu/ok.jsonl --jobs-per-gpu 4 --budget-s 170 --out /tmp/b2 2>&1 | tail -3 | tee -a "$LOG"
+  keep /tmp/b2 overlap_again
+  step "20 rows one at a time"
+  timeout -s INT 170 "${BENCH[@]}" run --programs var/gpu/alone.jsonl --jobs-per-gpu 1 --budget-s 140 --out /tmp/b3 2>&1 | tail -3 | tee -a "$LOG"
+  keep /tmp/b3 alone
   step "warm service re-run latency"
-  timeout 80 "${BENCH[@]}" latency --programs var/gpu/ok.jsonl --results /tmp/b3/results.jsonl --rows 3 --out /tmp/b4 2>&1 | tail -12 | tee -a "$LOG"
-  step "sample, default profile"
-  timeout -s INT 170 "${BENCH[@]}" run --programs var/gpu/sample.jsonl --jobs-per-gpu 4 --timeout 10 --budget-s 150 --out /tmp/b5 2>&1 | tail -3 | tee -a "$LOG"
-  keep /tmp/b5 sample
+  timeout 70 "${BENCH[@]}" latency --programs var/gpu/ok.jsonl --results /tmp/b2/results.jsonl --rows 3 --out /tmp/b4 2>&1 | tail -12 | tee -a "$LOG"
   ;;
 3)
-  step "GPU tests"
-  timeout 60 python3 -m pytest -q -m gpu tests/test_runner_gpu.py -p no:cacheprovider 2>&1 | tail -5 | tee -a "$LOG"
-  step "correct rows again, 4 jobs per GPU (the GPU drained before each gate release)"
-  timeout -s INT 135 "${BENCH[@]}" run --programs var/gpu/ok.jsonl --jobs-per-gpu 4 --budget-s 105 --out /tmp/b6 2>&1 | tail -3 | tee -a "$LOG"
-  keep /tmp/b6 overlap_drained
-  step "sample rows part 2 was short of"
-  timeout -s INT 100 "${BENCH[@]}" run --programs var/gpu/sample_rest.jsonl --jobs-per-gpu 4 --timeout 10 --budget-s 75 --out /tmp/b7 2>&1 | tail -3 | tee -a "$LOG"
-  keep /tmp/b7 sample_rest
+  step "sample, default profile, one job at a time"
+  timeout -s INT 560 "${BENCH[@]}" run --programs var/gpu/sample.jsonl --jobs-per-gpu 1 --timeout 60 --budget-s 520 --out /tmp/b5 2>&1 | tail -3 | tee -a "$LOG"
+  keep /tmp/b5 sample
   ;;
 *) echo "usage: $0 1|2|3" >&2; exit 2 ;;
 esac
