@@ -251,9 +251,11 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phas
     import triton  # noqa: F401 - imported after TRITON_INTERPRET is settled
 
     if device == "cuda" and gate is not NO_GATE:
+        from runner import autotune
         from runner.gate import install_triton_hooks
 
         install_triton_hooks()
+        autotune.install()
 
     if device == "cpu":
         from runner import interpreter_compat

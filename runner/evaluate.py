@@ -4,7 +4,9 @@
 anything the program does. Inputs are made on the job's device (`torch.device` as the default device while
 `get_inputs()`/`get_init_inputs()` run, same seeds) unless `inputs_device="cpu"`. On a GPU shared by several jobs
 (`runner.gate`), the harness's GPU work of the init and correctness stages runs under the GPU's shared gate and the
-timing stage under its exclusive gate: no other job's harness work runs on the GPU while one job is timed."""
+timing stage under its exclusive gate: no other job's harness work runs on the GPU while one job is timed. A program
+that autotunes makes its first ModelNew call twice there: configs compiled under the shared gate, then benchmarked
+with the GPU alone (`runner.autotune`)."""
 
 from __future__ import annotations
 
@@ -16,10 +18,10 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from runner import timing
+from runner import autotune, timing
 from runner.classify import classify
 from runner.compare import compare_outputs
-from runner.gate import NO_GATE, ChildGate
+from runner.gate import EXCLUSIVE, NO_GATE, SHARED, ChildGate
 from runner.options import EvalOptions
 from runner.profiles import LADDER
 from runner.result import ErrorType, OutputDiff, RunResult
@@ -56,16 +58,17 @@ class Evaluation:
         self.correct_trials = 0
         self.outputs: dict[int, OutputDiff] = {}
         self.outputs_complete = True  # every trial run compared every output
+        self.autotunes = False  # the program's text names Triton's autotuner
 
     def fail(self, error_type: ErrorType, message: str, **extra: Any) -> _Stop:
         return _Stop(RunResult.failed(error_type, message, **extra))
 
-    def guarded(self, stage: str, context: str, fn: Callable[..., Any], *args: Any, gpu: bool = True) -> Any:
-        """Run one step of the program; anything it raises becomes the verdict. `gpu`: the step may use the GPU,
-        so it runs under the GPU's shared gate."""
+    def guarded(self, stage: str, context: str, fn: Callable[..., Any], *args: Any, hold: str | None = SHARED) -> Any:
+        """Run one step of the program; anything it raises becomes the verdict. `hold`: the gate mode the step
+        runs under (SHARED: it may use the GPU; EXCLUSIVE: it needs the GPU alone; None: it holds already)."""
         self.emit(f"{stage}: {context}")
         try:
-            with self.gate.shared() if gpu else contextlib.nullcontext():
+            with self.gate.hold(hold) if hold else contextlib.nullcontext():
                 return fn(*args)
         except _Stop:
             raise
@@ -86,6 +89,7 @@ class Evaluation:
             f = classify(exc, "load", self.path)
             tb = "".join(traceback.format_exception_only(type(exc), exc))
             raise self.fail(ErrorType.SYNTAX_ERROR, f.message, exception=f.exception, traceback=tb) from None
+        self.autotunes = "autotune" in source
         if self.device == "cuda":
             timing.pin_clocks()
         spec = importlib.util.spec_from_file_location(MODULE_NAME, self.path)
@@ -160,7 +164,9 @@ class Evaluation:
             clones = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
             with torch.no_grad():
                 ref = self.guarded("correctness", f"Model forward (trial {trial + 1})", self._run, model, inputs)
-                out = self.guarded("correctness", f"ModelNew forward (trial {trial + 1})", self._run, new, clones)
+                alone = trial == 0 and self.compile_autotuned(new, clones)
+                context = f"ModelNew forward (trial {trial + 1}{', autotuning alone' if alone else ''})"
+                out = self.guarded("correctness", context, self._run, new, clones, hold=EXCLUSIVE if alone else SHARED)
             cmp = self.guarded("correctness", "comparing outputs", compare_outputs, ref, out, self.options)
             del ref, out, inputs, clones
             self.record_outputs(cmp.outputs, cmp.error_type)
@@ -172,6 +178,21 @@ class Evaluation:
             self.correct_trials += 1
         if mismatch is not None:
             raise mismatch
+
+    def compile_autotuned(self, new: Any, clones: list[Any]) -> bool:
+        """On a shared GPU, when the program autotunes: call ModelNew once on copies of its inputs with every
+        autotuner compiling its configs and timing nothing (`runner.autotune.compile_pass`; the RNG state is put
+        back after). True when an autotuner ran: the next call then tunes with the GPU alone."""
+        import torch
+
+        if self.gate is NO_GATE or not self.autotunes:
+            return False
+        copies = [v.clone() if isinstance(v, torch.Tensor) else v for v in clones]
+        devices = [torch.cuda.current_device()] if self.device == "cuda" else []
+        with torch.random.fork_rng(devices=devices), autotune.compile_pass() as tuners:
+            self.guarded("correctness", "ModelNew forward (trial 1, compiling autotuned configs)", self._run, new,
+                         copies)
+        return bool(tuners)
 
     def record_outputs(self, records: list[OutputDiff], error_type: ErrorType) -> None:
         if error_type not in (ErrorType.OK, ErrorType.OUTPUT_MISMATCH, ErrorType.NAN_OUTPUT):
@@ -203,9 +224,9 @@ class Evaluation:
         self.emit("timing: waiting for the GPU")
         with self.gate.exclusive(), torch.no_grad():
             t_new, f_new = self.guarded("timing", "timing ModelNew",
-                                        lambda: timing.time_callable(lambda: new(*inputs), opts), gpu=False)
+                                        lambda: timing.time_callable(lambda: new(*inputs), opts), hold=None)
             t_ref, f_ref = self.guarded("timing", "timing Model",
-                                        lambda: timing.time_callable(lambda: model(*inputs), ref_opts), gpu=False)
+                                        lambda: timing.time_callable(lambda: model(*inputs), ref_opts), hold=None)
         self.flags += f_new + [f"ref_{f}" for f in f_ref]
         speedup = t_ref.median_ms / t_new.median_ms if t_new.median_ms > 0 else None
         if speedup is not None and speedup > EXCESSIVE_SPEEDUP:

@@ -2,8 +2,9 @@
 
 Parent side, `GpuGate` (one per GPU, `gate_for(visible_devices)`): a readers-writer lock that prefers writers.
 A job's harness holds it *shared* around each step that may use the GPU (building models, making inputs, forward
-calls, comparing outputs) and *exclusive* for its timing stage, so two timing stages never overlap on one GPU
-and no other job's harness work runs beside one. Waiting for the gate does not count against a job's timeout.
+calls, comparing outputs) and *exclusive* for its timing stage (and for the first ModelNew call of a program
+that autotunes: `runner.autotune`), so two timing stages never overlap on one GPU and no other job's harness work
+runs beside one. Waiting for the gate does not count against a job's timeout.
 `GpuGate.report()` gives how long the GPU was held (shared or exclusive: "busy") and timed (exclusive).
 
 Child side, `ChildGate`: the child asks its parent over the result channel (`{"event": "gate", "mode":
@@ -169,25 +170,9 @@ class ChildGate:
             self._ask(held)
             self._held = held
 
-    @contextlib.contextmanager
-    def alone(self) -> Iterator[None]:
-        """Hold the exclusive gate for a benchmark inside a shared step (Triton's autotuner picking a config):
-        a config benchmarked beside other jobs' GPU work can win by chance, and the job's timing then moves
-        from run to run. The shared hold is given back first and taken again after."""
-        held = self._held
-        if self._send is None or held == EXCLUSIVE:
-            yield
-            return
-        if held is not None:
-            self._release()
-            self._held = None
-        try:
-            with self._hold(EXCLUSIVE):
-                yield
-        finally:
-            if held is not None:
-                self._ask(held)
-                self._held = held
+    def hold(self, mode: str) -> contextlib.AbstractContextManager[None]:
+        """Hold the gate in `mode` (SHARED or EXCLUSIVE) for a step; inside a held gate, nothing is asked."""
+        return self._hold(mode)
 
     def shared(self) -> contextlib.AbstractContextManager[None]:
         return self._hold(SHARED)
@@ -212,9 +197,9 @@ def current() -> ChildGate:
 
 def install_triton_hooks() -> None:
     """Wrap Triton's compiler entry points so that compiling a kernel (CPU work, seconds for a big or autotuned
-    one) runs outside the gate and never holds back another job's timing stage, and the autotuner's benchmark of
-    each config so that it runs with the GPU alone (`ChildGate.alone`). Call in the child after importing triton,
-    before the program is loaded; names a Triton version lacks are left alone."""
+    one) runs outside the gate and never holds back another job's timing stage. Call in the child after importing
+    triton, before the program is loaded; names a Triton version lacks are left alone. (Autotuning:
+    `runner.autotune`.)"""
     import importlib
 
     for module_name in ("triton.compiler", "triton.compiler.compiler", "triton.runtime.jit"):
@@ -224,19 +209,12 @@ def install_triton_hooks() -> None:
             continue
         real = getattr(module, "compile", None)
         if callable(real) and not getattr(real, "_tlx_wrapped", False):
-            module.compile = _wrapped(real, lambda: current().paused())
-    try:
-        from triton.runtime.autotuner import Autotuner
-    except ImportError:
-        return
-    bench = getattr(Autotuner, "_bench", None)
-    if callable(bench) and not getattr(bench, "_tlx_wrapped", False):
-        Autotuner._bench = _wrapped(bench, lambda: current().alone())
+            module.compile = _paused_while(real)
 
 
-def _wrapped(real: Callable[..., Any], hold: Callable[[], contextlib.AbstractContextManager[None]]) -> Callable[..., Any]:
+def _paused_while(real: Callable[..., Any]) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
-        with hold():
+        with current().paused():
             return real(*args, **kwargs)
 
     call._tlx_wrapped = True  # type: ignore[attr-defined]

@@ -147,35 +147,37 @@ def test_scheduler_never_overlaps_two_timing_stages(tmp_path):
     assert overlapping > 0, "the lanes never ran two jobs at once"
 
 
+class FakeChildGate:
+    """Stands for a CUDA job's ChildGate in an in-process Evaluation: records each hold in `events`."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.events, self.held = events, None
+
+    def hold(self, mode):
+        gate = self
+
+        class Hold:
+            def __enter__(self):
+                gate.events.append(f"enter {mode}")
+                gate.held = mode
+
+            def __exit__(self, *exc):
+                gate.events.append(f"exit {mode}")
+                gate.held = None
+
+        return Hold()
+
+    def shared(self):
+        return self.hold(SHARED)
+
+    def exclusive(self):
+        return self.hold(EXCLUSIVE)
+
+
 def test_timing_stage_holds_the_exclusive_gate(monkeypatch, tmp_path):
     """Evaluation.time_both times ModelNew and Model inside the exclusive gate, nothing of it outside."""
     events: list[str] = []
-
-    class FakeChildGate:
-        def __init__(self) -> None:
-            self.held = None
-
-        def _hold(self, mode):
-            gate = self
-
-            class Hold:
-                def __enter__(self):
-                    events.append(f"enter {mode}")
-                    gate.held = mode
-
-                def __exit__(self, *exc):
-                    events.append(f"exit {mode}")
-                    gate.held = None
-
-            return Hold()
-
-        def shared(self):
-            return self._hold(SHARED)
-
-        def exclusive(self):
-            return self._hold(EXCLUSIVE)
-
-    fake = FakeChildGate()
+    fake = FakeChildGate(events)
 
     def fake_time(fn, opts):
         events.append(f"time under {fake.held}")
@@ -195,6 +197,50 @@ def test_timing_stage_holds_the_exclusive_gate(monkeypatch, tmp_path):
     assert result.status == "ok" and result.speedup == 1.0
     assert events == ["enter shared", "exit shared", "enter exclusive", "time under exclusive",
                       "time under exclusive", "exit exclusive"]
+
+
+@pytest.mark.parametrize("autotunes", [True, False])
+def test_an_autotuning_program_compiles_shared_then_tunes_alone(monkeypatch, tmp_path, autotunes):
+    """On a shared GPU, a program that autotunes makes its first ModelNew call twice: a compile pass (on copies
+    of the inputs) under the shared gate, then the call that tunes and is compared, with the GPU alone; the other
+    trials and a program that does not autotune stay shared."""
+    import contextlib
+
+    import torch
+
+    from runner import autotune
+
+    events: list[str] = []
+    fake = FakeChildGate(events)
+    compiling = [False]
+
+    @contextlib.contextmanager
+    def fake_compile_pass():
+        compiling[0] = True
+        try:
+            yield {1: "an autotuner"} if autotunes else {}
+        finally:
+            compiling[0] = False
+
+    monkeypatch.setattr(autotune, "compile_pass", fake_compile_pass)
+    ev = Evaluation(str(tmp_path / "p.py"), EvalOptions(device="cpu", trials=2), "cpu", lambda _s: None)
+    ev.gate, ev.autotunes = fake, True
+
+    class Module:
+        @staticmethod
+        def get_inputs():
+            return [torch.ones(4)]
+
+    def new(x):
+        events.append(f"ModelNew under {fake.held}{' compiling' if compiling[0] else ''}")
+        return x * 2
+
+    ev.correctness(Module, lambda x: x * 2, new)
+    calls = [e for e in events if e.startswith("ModelNew")]
+    first = ["ModelNew under shared compiling", "ModelNew under exclusive"] if autotunes else [
+        "ModelNew under shared compiling", "ModelNew under shared"]
+    assert calls == first + ["ModelNew under shared"]
+    assert ev.correct_trials == 2
 
 
 def test_gate_wait_does_not_count_against_the_timeout(tmp_path):
@@ -217,10 +263,9 @@ def test_gate_wait_does_not_count_against_the_timeout(tmp_path):
     assert not list(Path(tmp_path).iterdir())
 
 
-def test_compiling_gives_the_gate_back_and_autotuning_runs_alone():
+def test_compiling_gives_the_gate_back():
     """Triton's compile (wrapped by install_triton_hooks) gives a held gate back (after the GPU drained the job's
-    queued work) and takes it again after; an autotuner benchmark inside a shared step trades the shared hold
-    for the exclusive one; outside a hold compiling asks nothing."""
+    queued work) and takes it again after; outside a hold compiling asks nothing."""
     import io
 
     from runner import gate as gate_module
@@ -228,8 +273,7 @@ def test_compiling_gives_the_gate_back_and_autotuning_runs_alone():
     sent: list[str] = []
     child = gate_module.ChildGate(lambda event: sent.append(event["mode"]), io.BytesIO(b"go\n" * 20),
                                   drain=lambda: sent.append("drain"))
-    compiled = gate_module._wrapped(lambda: "kernel", lambda: gate_module.current().paused())
-    benchmarked = gate_module._wrapped(lambda: "timings", lambda: gate_module.current().alone())
+    compiled = gate_module._paused_while(lambda: "kernel")
     saved = gate_module.current()
     gate_module.install(child)
     try:
@@ -238,12 +282,9 @@ def test_compiling_gives_the_gate_back_and_autotuning_runs_alone():
             assert compiled() == "kernel"
         assert sent == [SHARED, "drain", "release", SHARED, "drain", "release"]
         sent.clear()
-        with child.shared():
-            assert benchmarked() == "timings"
-        assert sent == [SHARED, "drain", "release", EXCLUSIVE, "drain", "release", SHARED, "drain", "release"]
-        sent.clear()
-        with child.exclusive():
-            benchmarked()  # already alone: nothing asked
+        with child.hold(EXCLUSIVE):
+            with child.shared():  # inside a held gate nothing more is asked
+                pass
         assert sent == [EXCLUSIVE, "drain", "release"]
     finally:
         gate_module.install(saved)
@@ -254,15 +295,19 @@ def test_triton_hooks_wrap_compile_and_autotuner():
 
     from triton.runtime.autotuner import Autotuner
 
+    from runner import autotune
     from runner import gate as gate_module
 
     modules = [importlib.import_module(m) for m in ("triton.compiler", "triton.compiler.compiler", "triton.runtime.jit")]
     saved = [(m, m.__dict__.get("compile")) for m in modules], Autotuner._bench
     try:
         gate_module.install_triton_hooks()
-        once = modules[0].compile
+        autotune.install()
+        once, bench = modules[0].compile, Autotuner._bench
         gate_module.install_triton_hooks()  # a second call wraps nothing twice
-        assert modules[0].compile is once and once._tlx_wrapped and Autotuner._bench._tlx_wrapped
+        autotune.install()
+        assert modules[0].compile is once and once._tlx_wrapped
+        assert Autotuner._bench is bench and bench._tlx_wrapped
     finally:
         for module, real in saved[0]:
             if real is None:

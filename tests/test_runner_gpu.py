@@ -141,7 +141,8 @@ def test_profiles_on_a_tf32_matmul():
 
 
 def test_jobs_share_a_gpu_and_time_alone():
-    """Three jobs on three lanes of one GPU at once: all correct and timed, each timing stage under the gate."""
+    """Three jobs on three lanes of one GPU at once: all correct and timed, each timing stage under the gate; the
+    one that autotunes compiles its configs in a pass of its own and tunes with the GPU alone (runner.autotune)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from runner.cancellable import evaluate_on_slot
@@ -151,12 +152,16 @@ def test_jobs_share_a_gpu_and_time_alone():
 
     slots = make_slots("cuda", gpus=["gpu"], jobs_per_gpu=3)
     program = CORRECT.replace("torch.randn(64)", "torch.randn(1 << 20)")
+    programs = [program + "\n# 0\n", program + "\n# 1\n", runner_program("autotuned")]
     before = gate_for(slots[0].visible_devices).report()["timing_stages"]
     with ThreadPoolExecutor(3) as pool:
-        results = list(pool.map(lambda i: evaluate_on_slot(program + f"\n# {i}\n", RunSpec("cuda", 120, 2), slots[i],
+        results = list(pool.map(lambda i: evaluate_on_slot(programs[i], RunSpec("cuda", 120, 2), slots[i],
                                                            result_id=f"lane{i}", row_id=None), range(3)))
     assert [r.status for r in results] == ["ok"] * 3, [r.message for r in results]
     assert all(r.timing and r.timing.median_ms > 0 for r in results)
     report = gate_for(slots[0].visible_devices).report()
-    assert report["timing_stages"] - before == 3 and report["timing_s"] > 0
+    assert report["timing_stages"] - before == 4 and report["timing_s"] > 0  # 3 timing stages, 1 tuning
     assert all("timing: waiting for the GPU" in r.phases_s for r in results)
+    tuned = [k for k in results[2].phases_s if "ModelNew" in k]
+    assert tuned[:2] == ["correctness: ModelNew forward (trial 1, compiling autotuned configs)",
+                         "correctness: ModelNew forward (trial 1, autotuning alone)"], tuned

@@ -1,0 +1,62 @@
+"""`runner.autotune` with Triton's real autotuner, through the interpreter in a fresh process (TRITON_INTERPRET
+must be set before kernels are decorated): in a compile pass every config compiles and runs once and nothing is
+benchmarked; after it the autotuner's choice is forgotten; outside a pass the real benchmark runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SCRIPT = r'''
+import json, os
+os.environ["TRITON_INTERPRET"] = "1"
+import torch, triton, triton.language as tl
+from triton.runtime.autotuner import Autotuner
+from runner import autotune
+
+autotune.install()
+ran = []
+
+def hook(name):
+    return lambda nargs: ran.append(name)
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 16}, pre_hook=hook("16")),
+                          triton.Config({"BLOCK": 32}, pre_hook=hook("32"))], key=["n"])
+@triton.jit
+def add_one(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+
+benchmarked = []
+x = torch.zeros(64)
+with autotune.compile_pass() as tuners:
+    add_one[lambda m: (triton.cdiv(64, m["BLOCK"]),)](x, 64)
+    cached_inside = len(add_one.cache)
+out = {"ran": ran[:], "tuners": len(tuners), "cached_inside": cached_inside, "cached_after": len(add_one.cache),
+       "x": x[:2].tolist(), "do_bench_left": "do_bench" in add_one.__dict__ and add_one.__dict__["do_bench"] is not None}
+add_one.do_bench = lambda kernel_call, quantiles=None: (benchmarked.append(1), [5.0, 5.0, 5.0])[1]
+ran.clear()
+add_one[lambda m: (triton.cdiv(64, m["BLOCK"]),)](x, 64)  # outside a pass: the (stand-in) benchmark runs
+out["benchmarked_outside"], out["ran_outside"] = len(benchmarked), ran
+print(json.dumps(out))
+'''
+
+
+def test_compile_pass_compiles_each_config_once_and_forgets_the_choice():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=240, env=env,
+                          cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["ran"][:2] == ["16", "32"], out  # each config ran once in the pass (then the chosen one)
+    assert out["tuners"] == 1 and out["cached_inside"] == 1 and out["cached_after"] == 0
+    assert out["x"] == [len(out["ran"])] * 2  # every call of the pass really ran the kernel
+    assert not out["do_bench_left"]  # the autotuner's own benchmark is back
+    # outside a pass the autotuner benchmarked both configs (with the stand-in, which runs nothing) and ran its pick
+    assert out["benchmarked_outside"] == 2 and out["ran_outside"] == ["16"]
