@@ -28,15 +28,15 @@ class Comparison:
 
 @dataclass
 class _Stats:
-    """Running maxima over the chunks of one output."""
+    """Counts and maxima over the chunks of one output."""
 
-    max_abs: float = 0.0
-    max_rel: float = 0.0
-    worst_ratio: float = 0.0  # max |c - r| / (1 + |r|): the ladder rung passed (atol = rtol = t)
-    mismatched: int = 0  # values outside atol/rtol (NaN in either counts)
-    nonfinite_bad: int = 0  # non-finite candidate values where the reference is finite
-    nonfinite_nan: int = 0
-    nonfinite_unequal: int = 0  # positions with a NaN, or an infinity the other side does not have
+    nonfinite_bad: int  # non-finite candidate values where the reference is finite
+    nonfinite_nan: int
+    mismatched: int  # values outside atol/rtol (NaN in either counts)
+    nonfinite_unequal: int  # positions with a NaN, or an infinity the other side does not have
+    max_abs: float
+    max_rel: float
+    worst_ratio: float  # max |c - r| / (1 + |r|): the ladder rung passed (atol = rtol = t)
 
 
 def flatten(out: Any) -> list[Any]:
@@ -72,24 +72,32 @@ def _chunks(t: Any) -> Any:
         yield from _chunks(piece)
 
 
-def _accumulate(s: _Stats, r: Any, c: Any, atol: float, rtol: float) -> None:
+def _chunk_stats(r: Any, c: Any, atol: float, rtol: float) -> Any:
+    """One chunk's `_Stats` fields as a float64 tensor where the chunk lives: no host synchronisation, so a
+    comparison on the GPU waits for the device once per output, not several times per chunk."""
     import torch
 
     rf = r.to(dtype=torch.float64)
     cf = c.to(device=rf.device, dtype=torch.float64)
     r_fin, c_fin = torch.isfinite(rf), torch.isfinite(cf)
-    bad = ~c_fin & r_fin
-    s.nonfinite_bad += int(bad.sum())
-    s.nonfinite_nan += int((torch.isnan(cf) & bad).sum())
-    s.mismatched += int((~torch.isclose(cf, rf, atol=atol, rtol=rtol, equal_nan=False)).sum())
-    both = r_fin & c_fin
-    s.nonfinite_unequal += int((~both & (cf != rf)).sum())
-    if bool(both.any()):
-        diff = (cf - rf).abs()[both]
-        ref_abs = rf.abs()[both]
-        s.max_abs = max(s.max_abs, float(diff.max()))
-        s.max_rel = max(s.max_rel, float((diff / ref_abs.clamp_min(atol)).max()))
-        s.worst_ratio = max(s.worst_ratio, float((diff / (1.0 + ref_abs)).max()))
+    bad, both = ~c_fin & r_fin, r_fin & c_fin
+    diff = torch.where(both, (cf - rf).abs(), 0.0)
+    ref_abs = torch.where(both, rf.abs(), 1.0)
+    counts = [bad.sum(), (torch.isnan(cf) & bad).sum(), (~torch.isclose(cf, rf, atol=atol, rtol=rtol)).sum(),
+              (~both & (cf != rf)).sum()]
+    maxima = [diff.max(), (diff / ref_abs.clamp_min(atol)).max(), (diff / (1.0 + ref_abs)).max()]
+    return torch.stack([v.to(torch.float64) for v in counts + maxima])
+
+
+def _output_stats(r: Any, c: Any, atol: float, rtol: float) -> _Stats:
+    import torch
+
+    total = None
+    for rc, cc in zip(_chunks(r.detach()), _chunks(c.detach()), strict=True):
+        part = _chunk_stats(rc, cc, atol, rtol)
+        total = part if total is None else torch.cat([total[:4] + part[:4], torch.maximum(total[4:], part[4:])])
+    values = total.tolist() if total is not None else [0.0] * 7
+    return _Stats(*(int(v) for v in values[:4]), *values[4:])
 
 
 def _gib(t: Any) -> str:
@@ -99,9 +107,7 @@ def _gib(t: Any) -> str:
 def _compare_tensor(i: int, r: Any, c: Any, options: EvalOptions) -> tuple[Comparison | None, OutputDiff]:
     """(a failing Comparison or None, the output's record)."""
     atol, rtol = options.tolerance(str(r.dtype))
-    stats = _Stats()
-    for rc, cc in zip(_chunks(r.detach()), _chunks(c.detach()), strict=True):
-        _accumulate(stats, rc, cc, atol, rtol)
+    stats = _output_stats(r, c, atol, rtol)
     # NaN never passes; the same infinity on both sides is no difference
     passed = None if stats.nonfinite_unequal else tightest_passed(stats.worst_ratio)
     record = OutputDiff(i, list(r.shape), str(r.dtype).removeprefix("torch."), stats.max_abs, stats.max_rel, passed)

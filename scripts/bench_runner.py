@@ -123,8 +123,11 @@ def run(args: argparse.Namespace) -> int:
 
     smi = SmiSampler()
     smi.start()
+    interrupted = False
     try:
         LocalBackend(slots).run(tasks(), spec, on_result)
+    except KeyboardInterrupt:  # `timeout -s INT`: the rows finished so far still get their summary
+        interrupted = True
     finally:
         close_spares()
         log.close()
@@ -132,7 +135,8 @@ def run(args: argparse.Namespace) -> int:
     overheads = [o for o in map(beyond_loops, results) if o is not None]
     summary = {
         "rows": len(programs), "runs": len(results), "elapsed_s": round(elapsed, 1),
-        "runs_per_min": round(len(results) / elapsed * 60, 2), "jobs_per_gpu": args.jobs_per_gpu,
+        "runs_per_min": round(len(results) / elapsed * 60, 2), "interrupted": interrupted,
+        "jobs_per_gpu": args.jobs_per_gpu,
         "profile": spec.profile, "timeout_s": spec.timeout_s,
         "verdicts": dict(Counter(r["error_type"] or "ok" for r in results).most_common()),
         "gpu_gates": gates_report(), "gpu_busy_fraction_smi": smi.stop(),

@@ -433,7 +433,7 @@ def test_chunked_compare_on_large_tensors(monkeypatch):
     def no_memory(*_args):
         raise torch.OutOfMemoryError("CUDA out of memory")
 
-    monkeypatch.setattr(compare, "_accumulate", no_memory)
+    monkeypatch.setattr(compare, "_chunk_stats", no_memory)
     oom = compare_outputs(ref, cand, EvalOptions())
     assert oom.error_type is ErrorType.OUT_OF_MEMORY
     assert "(768, 2048) torch.float32 0.01 GiB" in oom.message and "candidate torch.float32" in oom.message

@@ -162,6 +162,6 @@ def test_jobs_share_a_gpu_and_time_alone():
     report = gate_for(slots[0].visible_devices).report()
     assert report["timing_stages"] - before == 4 and report["timing_s"] > 0  # 3 timing stages, 1 tuning
     assert all("timing: waiting for the GPU" in r.phases_s for r in results)
-    tuned = [k for k in results[2].phases_s if "ModelNew" in k]
+    tuned = [k for k in results[2].phases_s if k.startswith("correctness: ModelNew forward")]
     assert tuned[:2] == ["correctness: ModelNew forward (trial 1, compiling autotuned configs)",
                          "correctness: ModelNew forward (trial 1, autotuning alone)"], tuned
