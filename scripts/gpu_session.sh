@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# The runner's GPU figures of BENCHMARKS.md on real programs, in three device calls of < 10 minutes each (each may
-# land on a fresh machine: cold Triton cache, no pyarrow, so rows travel as JSON lines). Prepare here:
+# The runner's GPU figures of BENCHMARKS.md on real programs, in device calls of < 10 minutes each (each may land on
+# a fresh machine: cold Triton cache, no pyarrow, so rows travel as JSON lines). Prepare here:
 #   python scripts/bench_runner.py export --corpus ../shared/data/realworld --rows 300 --seed 1 --out var/gpu/sel300.jsonl
 #   python scripts/bench_runner.py export --corpus data/sample --rows 1000 --out var/gpu/sample.jsonl
 #   var/gpu/ok.jsonl (the correct rows of an earlier pass) and var/gpu/alone.jsonl (20 rows, correct and failing)
 # then on the device, with var carried: scripts/gpu_session.sh 1|2|3 (results and summaries land in $OUT).
 #   1: environment, the 300 rows with 4 jobs per GPU (runs/min, GPU busy, verdicts)
-#   2: GPU tests, the correct rows again with 4 jobs per GPU (run-to-run timing), 20 rows one at a time (verdicts
-#      as with overlap?), a warm service's re-run latency
-#   3: the embedded sample one job at a time under the default profile (its labels: make_sample.py --labels)
+#   2: GPU tests, the embedded sample's rows from SAMPLE_SKIP (default 70: rows 0-69 are in data/h200/) one job at
+#      a time under the default profile (its labels: make_sample.py --labels)
+#   3: the correct rows again with 4 jobs per GPU (run-to-run timing), 20 rows one at a time (verdicts as with
+#      overlap?), a warm service's re-run latency
 set -u
 export PYTHONUNBUFFERED=1
 OUTD=${OUT:-/tmp/tlx-out}; mkdir -p "$OUTD"
@@ -26,20 +27,20 @@ case "${1:-}" in
   ;;
 2)
   step "GPU tests"
-  timeout 150 python3 -m pytest -q -m gpu tests/test_runner_gpu.py tests/test_reliability_sandbox.py -p no:cacheprovider 2>&1 | tail -8 | tee -a "$LOG"
-  step "correct rows again, 4 jobs per GPU"
-  timeout -s INT 200 "${BENCH[@]}" run --programs var/gpu/ok.jsonl --jobs-per-gpu 4 --budget-s 170 --out /tmp/b2 2>&1 | tail -3 | tee -a "$LOG"
-  keep /tmp/b2 overlap_again
-  step "20 rows one at a time"
-  timeout -s INT 170 "${BENCH[@]}" run --programs var/gpu/alone.jsonl --jobs-per-gpu 1 --budget-s 140 --out /tmp/b3 2>&1 | tail -3 | tee -a "$LOG"
-  keep /tmp/b3 alone
-  step "warm service re-run latency"
-  timeout 70 "${BENCH[@]}" latency --programs var/gpu/ok.jsonl --results /tmp/b2/results.jsonl --rows 3 --out /tmp/b4 2>&1 | tail -12 | tee -a "$LOG"
+  timeout 90 python3 -m pytest -q -m gpu tests/test_runner_gpu.py tests/test_reliability_sandbox.py -p no:cacheprovider 2>&1 | tail -8 | tee -a "$LOG"
+  step "sample from row ${SAMPLE_SKIP:-70}, default profile, one job at a time"
+  timeout -s INT 480 "${BENCH[@]}" run --programs var/gpu/sample.jsonl --skip "${SAMPLE_SKIP:-70}" --jobs-per-gpu 1 --timeout 30 --budget-s 450 --out /tmp/b2 2>&1 | tail -3 | tee -a "$LOG"
+  keep /tmp/b2 sample
   ;;
 3)
-  step "sample, default profile, one job at a time"
-  timeout -s INT 560 "${BENCH[@]}" run --programs var/gpu/sample.jsonl --jobs-per-gpu 1 --timeout 60 --budget-s 520 --out /tmp/b5 2>&1 | tail -3 | tee -a "$LOG"
-  keep /tmp/b5 sample
+  step "correct rows again, 4 jobs per GPU"
+  timeout -s INT 200 "${BENCH[@]}" run --programs var/gpu/ok.jsonl --jobs-per-gpu 4 --budget-s 170 --out /tmp/b3 2>&1 | tail -3 | tee -a "$LOG"
+  keep /tmp/b3 overlap_again
+  step "20 rows one at a time"
+  timeout -s INT 170 "${BENCH[@]}" run --programs var/gpu/alone.jsonl --jobs-per-gpu 1 --budget-s 140 --out /tmp/b4 2>&1 | tail -3 | tee -a "$LOG"
+  keep /tmp/b4 alone
+  step "warm service re-run latency"
+  timeout 70 "${BENCH[@]}" latency --programs var/gpu/ok.jsonl --results /tmp/b3/results.jsonl --rows 3 --out /tmp/b5 2>&1 | tail -12 | tee -a "$LOG"
   ;;
 *) echo "usage: $0 1|2|3" >&2; exit 2 ;;
 esac
