@@ -29,7 +29,7 @@ case "${1:-}" in
   step "GPU tests"
   timeout 90 python3 -m pytest -q -m gpu tests/test_runner_gpu.py tests/test_reliability_sandbox.py -p no:cacheprovider 2>&1 | tail -8 | tee -a "$LOG"
   step "sample from row ${SAMPLE_SKIP:-70}, default profile, one job at a time"
-  timeout -s INT 480 "${BENCH[@]}" run --programs var/gpu/sample.jsonl --skip "${SAMPLE_SKIP:-70}" --jobs-per-gpu 1 --timeout 30 --budget-s 450 --out /tmp/b2 2>&1 | tail -3 | tee -a "$LOG"
+  timeout -s INT 480 "${BENCH[@]}" run --programs var/gpu/sample.jsonl --skip "${SAMPLE_SKIP:-70}" --jobs-per-gpu 1 --timeout 60 --budget-s 450 --out /tmp/b2 2>&1 | tail -3 | tee -a "$LOG"
   keep /tmp/b2 sample
   ;;
 3)
