@@ -48,6 +48,9 @@ _KERNEL_AT = r"@(?:\w+\.)?(?:jit|autotune|heuristics)"
 _STARTS_AFTER_MODEL = rf"(?:{_TRITON_IMPORT}|{_MODEL_NEW}|{_MODEL}|{_KERNEL_AT}\b)"
 _STARTS_ANYWHERE = rf"(?:{_TRITON_IMPORT}|{_MODEL_NEW}|{_KERNEL_AT}\b)"
 _IMPORTED = r"(?:from|import)[ \t]+([A-Za-z_]\w*)"
+# a kernel decorator, its arguments possibly spanning lines, more decorators or comment lines, then `def `
+_KERNEL_UP_TO_NAME = (_KERNEL_AT + r"(?:[^\w.\n][^\n]*)?\n(?:[ \t]*[@)\]}#][^\n]*\n|[ \t]+[^ \t\n][^\n]*\n)*?"
+                      r"[ \t]*(?:async[ \t]+)?def[ \t]+")
 # a class body's lines (blank or indented) up to its first `def forward(`; group 1: the text inside the parentheses
 _FORWARD = r"[^\n]*\n(?:[ \t]*\n|[ \t]+[^\n]*\n)*?[ \t]+def[ \t]+forward[ \t]*\(([^)]*)\)"
 # top-level packages the runner's environment provides besides the standard library (requirements.txt: torch and
@@ -62,8 +65,11 @@ PATTERNS = {
     "start_token_at_end": r"(?m:^)" + _STARTS_AFTER_MODEL + r"\z",
     # group 1: the kernel's name. No blank line inside: that keeps RE2's backward scan (for where a match
     # starts) from running through the body of the function above.
-    "kernel": _KERNEL_AT + r"(?:[^\w.\n][^\n]*)?\n(?:[ \t]*[@)\]}#][^\n]*\n|[ \t]+[^ \t\n][^\n]*\n)*?"
-    r"[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)",
+    "kernel": _KERNEL_UP_TO_NAME + r"(\w+)",
+    # the same matches without the group, which RE2 finds with its DFAs alone (asked for a group, it runs its NFA
+    # from where the search starts: 3x the cost); the name is each match's `last_word`
+    "kernel_match": _KERNEL_UP_TO_NAME + r"\w+",
+    "last_word": r"\w+\z",
     "autotune": r"@(?:\w+\.)?autotune\b",
     # a comment holding no quote (so never the tail of a string that holds a '#')
     "comment": r"#[^\n\"']*(?m:$)",
