@@ -11,13 +11,13 @@ process.
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 
 import numpy as np
 import pyarrow as pa
 
+from queries.ingest.processes import process_pool
 from queries.text_rules import arity_range, candidate_bytes_key, model_new_forward
 
 PARALLEL_MIN_ROWS = 20_000  # below this, starting worker processes costs more than it saves
@@ -48,7 +48,7 @@ class FieldWorkers:
     def __init__(self, workers: int, rows: int):
         self.pool = None
         if workers > 1 and rows >= PARALLEL_MIN_ROWS:
-            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"))
+            self.pool = process_pool(workers)
         self.in_flight: deque[Future] = deque()
         self.limit = 2 * workers
 
