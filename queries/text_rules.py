@@ -24,8 +24,8 @@ fallback and its candidate key, so a row's index fields and its detail page agre
   top-level import (`import m...`/`from m... import` at the start of a line, so not inside `try:` or a function)
   of a module that is neither the standard library nor `RUNNER_MODULES` (`unavailable_import`: the runner's
   environment cannot import it); no kernel (`no_triton_kernel`); `ModelNew.forward` unable to take the positional
-  arguments `Model.forward` takes (`forward_arity_mismatch`: `forward_arity` of both signatures, as RE2 finds
-  them, the first `def forward(...)` in each class body; no finding when either does not parse); else
+  arguments `Model.forward` takes (`forward_arity_mismatch`: `forward_arity` of both signatures, as
+  `model_forward` finds them: the first `def forward(...)` in each class body; no finding when either does not parse); else
   `ok_static` (no static finding). Each is a certain failure on the runner, never a guess.
 
 Patterns start with a literal where they can (`@`, `#`, `\\n...`): RE2 then skips ahead with memchr instead of
@@ -115,13 +115,13 @@ def candidate_key(candidate: str) -> str:
     return candidate_fingerprint(_COMMENT.sub("", candidate).encode("utf-8", "surrogatepass"))
 
 
-def candidate_fingerprint(without_comments: bytes, may_hold_quotes: bool = True) -> str:
-    """16 hex of sha256 of UTF-8 text already without comments, without triple-quoted strings and whitespace
-    (`may_hold_quotes=False`: the caller knows the text holds no triple quotes, which saves two scans)."""
+def candidate_fingerprint(without_comments: bytes) -> str:
+    """16 hex of sha256 of UTF-8 text already without comments, without triple-quoted strings and whitespace."""
     text = without_comments
-    for quotes in TRIPLE_QUOTES if may_hold_quotes else ():
-        if quotes in text:
-            text = b"".join(text.split(quotes)[::2])
+    for quotes in TRIPLE_QUOTES:
+        parts = text.split(quotes)
+        if len(parts) > 1:
+            text = b"".join(parts[::2])
     return hashlib.sha256(text.translate(None, WHITESPACE)).hexdigest()[:16]
 
 
