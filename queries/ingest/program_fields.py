@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import tempfile
 from collections import deque
 from concurrent.futures import Future
 from pathlib import Path
@@ -56,14 +55,15 @@ def program_fields_of_file(path: str) -> dict[str, pa.Array]:
 
 
 class FieldWorkers:
-    """`submit(texts, cut_bytes)` -> a Future of `program_fields`; at most 2 batches per worker in flight."""
+    """`submit(texts, cut_bytes)` -> a Future of `program_fields`; at most 2 batches per worker in flight, handed
+    over as files in `handover` (a folder in the build folder, removed by `close`)."""
 
-    def __init__(self, workers: int, rows: int):
+    def __init__(self, workers: int, rows: int, handover: Path):
         self.pool = None
-        self.handover: Path | None = None  # a folder for the batches in flight
+        self.handover = handover
         if workers > 1 and rows >= PARALLEL_MIN_ROWS:
             self.pool = process_pool(workers)
-            self.handover = Path(tempfile.mkdtemp(prefix="tlx-ingest-"))
+            handover.mkdir()
         self.in_flight: deque[Future] = deque()
         self.limit = 2 * workers
         self.sent = 0
