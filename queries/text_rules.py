@@ -12,12 +12,12 @@ fallback and its candidate key, so a row's index fields and its detail page agre
   them, once per distinct text before the cut.
 - **Kernels** (`PATTERNS["kernel"]`): a decorator `@jit`/`@autotune`/`@heuristics` (bare or `@<name>.`, not
   `@torch.jit.script`), its arguments possibly spanning lines, more decorators or comment lines, then
-  `def <name>`; no blank line in between (Python allows one; nobody writes it).
+  `def <name>`; no blank line in between (Python allows one; nobody writes it). SQL finds the same matches with
+  `kernel_match` (no capture group, so RE2 needs no NFA pass) and takes each one's `last_word` as the name.
 - **Candidate key** (`candidate_key`): 16 hex of sha256 of the candidate part (from the cut's line on) without
-  comments, triple-quoted strings (docstrings) and ASCII whitespace. DuckDB drops the comments from the whole
-  text (`string_split_regex`: cutting the candidate out first costs more in SQL than splitting the reference
-  too) and measures the same for the text before the cut; Python skips that many bytes, drops triple-quoted
-  strings and whitespace, and hashes (`candidate_fingerprint`: cheaper than any SQL form of it).
+  comments, triple-quoted strings (docstrings) and ASCII whitespace. DuckDB measures the text before the cut
+  (`cut_bytes`); ingest's worker processes take the bytes past it, drop comments (`candidate_bytes_key`), then
+  triple-quoted strings and whitespace, and hash (`candidate_fingerprint`: cheaper than any SQL form of it).
 
 - **Static checks** (`static_error`, first that applies): no top-level `class ModelNew` (`no_model_new`), no
   `class Model` (`no_reference`), no `def get_inputs`/`get_init_inputs` (`no_get_inputs`); an unguarded
@@ -111,7 +111,7 @@ def text_cut(x: str) -> int:
 
 
 def candidate_key(candidate: str) -> str:
-    """The key of a candidate part (at ingest: comments dropped in SQL, the rest by `candidate_fingerprint`)."""
+    """The key of a candidate part (ingest computes the same from its bytes: `candidate_bytes_key`)."""
     return candidate_fingerprint(_COMMENT.sub("", candidate).encode("utf-8", "surrogatepass"))
 
 
