@@ -51,8 +51,6 @@ _IMPORTED = r"(?:from|import)[ \t]+([A-Za-z_]\w*)"
 # a kernel decorator, its arguments possibly spanning lines, more decorators or comment lines, then `def `
 _KERNEL_UP_TO_NAME = (_KERNEL_AT + r"(?:[^\w.\n][^\n]*)?\n(?:[ \t]*[@)\]}#][^\n]*\n|[ \t]+[^ \t\n][^\n]*\n)*?"
                       r"[ \t]*(?:async[ \t]+)?def[ \t]+")
-# a class body's lines (blank or indented) up to its first `def forward(`; group 1: the text inside the parentheses
-_FORWARD = r"[^\n]*\n(?:[ \t]*\n|[ \t]+[^\n]*\n)*?[ \t]+def[ \t]+forward[ \t]*\(([^)]*)\)"
 # top-level packages the runner's environment provides besides the standard library (requirements.txt: torch and
 # triton, which bring numpy)
 RUNNER_MODULES = ("numpy", "torch", "triton")
@@ -98,8 +96,12 @@ _CUT_ANYWHERE = python_regex("cut_anywhere")
 _TOKEN_AT_END = python_regex("start_token_at_end")
 _COMMENT = python_regex("comment")
 _COMMENT_BYTES = re.compile(PATTERNS["comment"].encode())
-_MODEL_FORWARD = re.compile(r"\n" + _MODEL + _FORWARD, re.ASCII)
-_MODEL_NEW_FORWARD = re.compile((r"\n" + _MODEL_NEW + _FORWARD).encode())
+# `forward`'s signature: a top-level class line, the first `def forward(...)` line after it (group 1: the text
+# inside the parentheses), and the class body's end: its first line that is neither blank nor indented
+_MODEL_LINE = re.compile((r"\n" + _MODEL + r"[^\n]*").encode())
+_MODEL_NEW_LINE = re.compile((r"\n" + _MODEL_NEW + r"[^\n]*").encode())
+_FORWARD_LINE = re.compile(rb"\n[ \t]+def[ \t]+forward[ \t]*\(([^)]*)\)")
+_CLASS_BODY_END = re.compile(rb"\n[^ \t\n]")
 
 
 def text_cut(x: str) -> int:
@@ -197,15 +199,44 @@ def _simple_arity(parameters: str):
 
 def model_forward(reference: str) -> str | None:
     """The parameters of `Model.forward` in a reference text (the first `def forward(` in the body of the first
-    top-level `class Model`), None when not found."""
-    m = _MODEL_FORWARD.search("\n" + reference)
-    return m.group(1) if m else None
+    top-level `class Model` that has one), None when not found."""
+    found = _forward_parameters(("\n" + reference).encode("utf-8", "surrogatepass"), _MODEL_LINE)
+    return found.decode("utf-8", "surrogatepass") if found is not None else None
 
 
 def model_new_forward(candidate_without_comments: bytes) -> str | None:
     """The parameters of `ModelNew.forward` in a candidate part, as `model_forward` finds them."""
-    m = _MODEL_NEW_FORWARD.search(b"\n" + candidate_without_comments)
-    return m.group(1).decode("utf-8", "replace") if m else None
+    found = _forward_parameters(b"\n" + candidate_without_comments, _MODEL_NEW_LINE)
+    return found.decode("utf-8", "replace") if found is not None else None
+
+
+def _forward_parameters(text: bytes, class_line: re.Pattern) -> bytes | None:
+    """Group 1 of the first `_FORWARD_LINE` in the body of a class `class_line` matches (`text` starts with a
+    newline). Lines are found with `bytes.find`, which skips ahead ~20x faster than a pattern steps through them."""
+    at = text.find(b"\nclass")
+    while at >= 0:
+        found = class_line.match(text, at)
+        if found is None:
+            at = text.find(b"\nclass", at + 1)
+            continue
+        forward = _first_forward_line(text, found.end())
+        if forward is None:
+            return None  # nor after a later class
+        if _CLASS_BODY_END.search(text, found.end(), forward.start() + 1) is None:
+            return forward.group(1)
+        at = text.find(b"\nclass", found.end())
+    return None
+
+
+def _first_forward_line(text: bytes, start: int) -> re.Match | None:
+    """`_FORWARD_LINE.search(text, start)`, trying only the lines that hold `forward`."""
+    at = text.find(b"forward", start)
+    while at >= 0:
+        line = text.rfind(b"\n", start, at)
+        if line >= 0 and (found := _FORWARD_LINE.match(text, line)):
+            return found
+        at = text.find(b"forward", at + 1)
+    return None
 
 
 def arity_range(parameters: str | None) -> tuple[int | None, int | None]:
