@@ -25,8 +25,8 @@ fallback and its candidate key, so a row's index fields and its detail page agre
   of a module that is neither the standard library nor `RUNNER_MODULES` (`unavailable_import`: the runner's
   environment cannot import it); no kernel (`no_triton_kernel`); `ModelNew.forward` unable to take the positional
   arguments `Model.forward` takes (`forward_arity_mismatch`: `forward_arity` of both signatures, as
-  `model_forward` finds them: the first `def forward(...)` in each class body; no finding when either does not parse); else
-  `ok_static` (no static finding). Each is a certain failure on the runner, never a guess.
+  `model_forward` finds them: the first `def forward(...)` in each class body; no finding when either does not
+  parse); else `ok_static` (no static finding). Each is a certain failure on the runner, never a guess.
 
 Patterns start with a literal where they can (`@`, `#`, `\\n...`): RE2 then skips ahead with memchr instead of
 stepping its automaton through every byte.
@@ -212,7 +212,7 @@ def model_new_forward(candidate_without_comments: bytes) -> str | None:
 
 def _forward_parameters(text: bytes, class_line: re.Pattern) -> bytes | None:
     """Group 1 of the first `_FORWARD_LINE` in the body of a class `class_line` matches (`text` starts with a
-    newline). Lines are found with `bytes.find`, which skips ahead ~20x faster than a pattern steps through them."""
+    newline). Lines are found with `bytes.find`, which skips ahead faster than a pattern steps through them."""
     at = text.find(b"\nclass")
     while at >= 0:
         found = class_line.match(text, at)
