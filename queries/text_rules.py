@@ -12,21 +12,21 @@ fallback and its candidate key, so a row's index fields and its detail page agre
   them, once per distinct text before the cut.
 - **Kernels** (`PATTERNS["kernel"]`): a decorator `@jit`/`@autotune`/`@heuristics` (bare or `@<name>.`, not
   `@torch.jit.script`), its arguments possibly spanning lines, more decorators or comment lines, then
-  `def <name>`; no blank line in between (Python allows one; nobody writes it).
+  `def <name>`; no blank line in between (Python allows one; nobody writes it). SQL finds the same matches with
+  `kernel_match` (no capture group, so RE2 needs no NFA pass) and takes each one's `last_word` as the name.
 - **Candidate key** (`candidate_key`): 16 hex of sha256 of the candidate part (from the cut's line on) without
-  comments, triple-quoted strings (docstrings) and ASCII whitespace. DuckDB drops the comments from the whole
-  text (`string_split_regex`: cutting the candidate out first costs more in SQL than splitting the reference
-  too) and measures the same for the text before the cut; Python skips that many bytes, drops triple-quoted
-  strings and whitespace, and hashes (`candidate_fingerprint`: cheaper than any SQL form of it).
+  comments, triple-quoted strings (docstrings) and ASCII whitespace. DuckDB measures the text before the cut
+  (`cut_bytes`); ingest's worker processes take the bytes past it, drop comments (`candidate_bytes_key`), then
+  triple-quoted strings and whitespace, and hash (`candidate_fingerprint`: cheaper than any SQL form of it).
 
 - **Static checks** (`static_error`, first that applies): no top-level `class ModelNew` (`no_model_new`), no
   `class Model` (`no_reference`), no `def get_inputs`/`get_init_inputs` (`no_get_inputs`); an unguarded
   top-level import (`import m...`/`from m... import` at the start of a line, so not inside `try:` or a function)
   of a module that is neither the standard library nor `RUNNER_MODULES` (`unavailable_import`: the runner's
   environment cannot import it); no kernel (`no_triton_kernel`); `ModelNew.forward` unable to take the positional
-  arguments `Model.forward` takes (`forward_arity_mismatch`: `forward_arity` of both signatures, as RE2 finds
-  them, the first `def forward(...)` in each class body; no finding when either does not parse); else
-  `ok_static` (no static finding). Each is a certain failure on the runner, never a guess.
+  arguments `Model.forward` takes (`forward_arity_mismatch`: `forward_arity` of both signatures, as
+  `model_forward` finds them: the first `def forward(...)` in each class body; no finding when either does not
+  parse); else `ok_static` (no static finding). Each is a certain failure on the runner, never a guess.
 
 Patterns start with a literal where they can (`@`, `#`, `\\n...`): RE2 then skips ahead with memchr instead of
 stepping its automaton through every byte.
@@ -48,8 +48,9 @@ _KERNEL_AT = r"@(?:\w+\.)?(?:jit|autotune|heuristics)"
 _STARTS_AFTER_MODEL = rf"(?:{_TRITON_IMPORT}|{_MODEL_NEW}|{_MODEL}|{_KERNEL_AT}\b)"
 _STARTS_ANYWHERE = rf"(?:{_TRITON_IMPORT}|{_MODEL_NEW}|{_KERNEL_AT}\b)"
 _IMPORTED = r"(?:from|import)[ \t]+([A-Za-z_]\w*)"
-# a class body's lines (blank or indented) up to its first `def forward(`; group 1: the text inside the parentheses
-_FORWARD = r"[^\n]*\n(?:[ \t]*\n|[ \t]+[^\n]*\n)*?[ \t]+def[ \t]+forward[ \t]*\(([^)]*)\)"
+# a kernel decorator, its arguments possibly spanning lines, more decorators or comment lines, then `def `
+_KERNEL_UP_TO_NAME = (_KERNEL_AT + r"(?:[^\w.\n][^\n]*)?\n(?:[ \t]*[@)\]}#][^\n]*\n|[ \t]+[^ \t\n][^\n]*\n)*?"
+                      r"[ \t]*(?:async[ \t]+)?def[ \t]+")
 # top-level packages the runner's environment provides besides the standard library (requirements.txt: torch and
 # triton, which bring numpy)
 RUNNER_MODULES = ("numpy", "torch", "triton")
@@ -62,8 +63,11 @@ PATTERNS = {
     "start_token_at_end": r"(?m:^)" + _STARTS_AFTER_MODEL + r"\z",
     # group 1: the kernel's name. No blank line inside: that keeps RE2's backward scan (for where a match
     # starts) from running through the body of the function above.
-    "kernel": _KERNEL_AT + r"(?:[^\w.\n][^\n]*)?\n(?:[ \t]*[@)\]}#][^\n]*\n|[ \t]+[^ \t\n][^\n]*\n)*?"
-    r"[ \t]*(?:async[ \t]+)?def[ \t]+(\w+)",
+    "kernel": _KERNEL_UP_TO_NAME + r"(\w+)",
+    # the same matches without the group, which RE2 finds with its DFAs alone (asked for a group, it runs its NFA
+    # from where the search starts: 3x the cost); the name is each match's `last_word`
+    "kernel_match": _KERNEL_UP_TO_NAME + r"\w+",
+    "last_word": r"\w+\z",
     "autotune": r"@(?:\w+\.)?autotune\b",
     # a comment holding no quote (so never the tail of a string that holds a '#')
     "comment": r"#[^\n\"']*(?m:$)",
@@ -92,8 +96,12 @@ _CUT_ANYWHERE = python_regex("cut_anywhere")
 _TOKEN_AT_END = python_regex("start_token_at_end")
 _COMMENT = python_regex("comment")
 _COMMENT_BYTES = re.compile(PATTERNS["comment"].encode())
-_MODEL_FORWARD = re.compile(r"\n" + _MODEL + _FORWARD, re.ASCII)
-_MODEL_NEW_FORWARD = re.compile((r"\n" + _MODEL_NEW + _FORWARD).encode())
+# `forward`'s signature: a top-level class line, the first `def forward(...)` line after it (group 1: the text
+# inside the parentheses), and the class body's end: its first line that is neither blank nor indented
+_MODEL_LINE = re.compile((r"\n" + _MODEL + r"[^\n]*").encode())
+_MODEL_NEW_LINE = re.compile((r"\n" + _MODEL_NEW + r"[^\n]*").encode())
+_FORWARD_LINE = re.compile(rb"\n[ \t]+def[ \t]+forward[ \t]*\(([^)]*)\)")
+_CLASS_BODY_END = re.compile(rb"\n[^ \t\n]")
 
 
 def text_cut(x: str) -> int:
@@ -105,17 +113,17 @@ def text_cut(x: str) -> int:
 
 
 def candidate_key(candidate: str) -> str:
-    """The key of a candidate part (at ingest: comments dropped in SQL, the rest by `candidate_fingerprint`)."""
+    """The key of a candidate part (ingest computes the same from its bytes: `candidate_bytes_key`)."""
     return candidate_fingerprint(_COMMENT.sub("", candidate).encode("utf-8", "surrogatepass"))
 
 
-def candidate_fingerprint(without_comments: bytes, may_hold_quotes: bool = True) -> str:
-    """16 hex of sha256 of UTF-8 text already without comments, without triple-quoted strings and whitespace
-    (`may_hold_quotes=False`: the caller knows the text holds no triple quotes, which saves two scans)."""
+def candidate_fingerprint(without_comments: bytes) -> str:
+    """16 hex of sha256 of UTF-8 text already without comments, without triple-quoted strings and whitespace."""
     text = without_comments
-    for quotes in TRIPLE_QUOTES if may_hold_quotes else ():
-        if quotes in text:
-            text = b"".join(text.split(quotes)[::2])
+    for quotes in TRIPLE_QUOTES:
+        parts = text.split(quotes)
+        if len(parts) > 1:
+            text = b"".join(parts[::2])
     return hashlib.sha256(text.translate(None, WHITESPACE)).hexdigest()[:16]
 
 
@@ -191,15 +199,44 @@ def _simple_arity(parameters: str):
 
 def model_forward(reference: str) -> str | None:
     """The parameters of `Model.forward` in a reference text (the first `def forward(` in the body of the first
-    top-level `class Model`), None when not found."""
-    m = _MODEL_FORWARD.search("\n" + reference)
-    return m.group(1) if m else None
+    top-level `class Model` that has one), None when not found."""
+    found = _forward_parameters(("\n" + reference).encode("utf-8", "surrogatepass"), _MODEL_LINE)
+    return found.decode("utf-8", "surrogatepass") if found is not None else None
 
 
 def model_new_forward(candidate_without_comments: bytes) -> str | None:
     """The parameters of `ModelNew.forward` in a candidate part, as `model_forward` finds them."""
-    m = _MODEL_NEW_FORWARD.search(b"\n" + candidate_without_comments)
-    return m.group(1).decode("utf-8", "replace") if m else None
+    found = _forward_parameters(b"\n" + candidate_without_comments, _MODEL_NEW_LINE)
+    return found.decode("utf-8", "replace") if found is not None else None
+
+
+def _forward_parameters(text: bytes, class_line: re.Pattern) -> bytes | None:
+    """Group 1 of the first `_FORWARD_LINE` in the body of a class `class_line` matches (`text` starts with a
+    newline). Lines are found with `bytes.find`, which skips ahead faster than a pattern steps through them."""
+    at = text.find(b"\nclass")
+    while at >= 0:
+        found = class_line.match(text, at)
+        if found is None:
+            at = text.find(b"\nclass", at + 1)
+            continue
+        forward = _first_forward_line(text, found.end())
+        if forward is None:
+            return None  # nor after a later class
+        if _CLASS_BODY_END.search(text, found.end(), forward.start() + 1) is None:
+            return forward.group(1)
+        at = text.find(b"\nclass", found.end())
+    return None
+
+
+def _first_forward_line(text: bytes, start: int) -> re.Match | None:
+    """`_FORWARD_LINE.search(text, start)`, trying only the lines that hold `forward`."""
+    at = text.find(b"forward", start)
+    while at >= 0:
+        line = text.rfind(b"\n", start, at)
+        if line >= 0 and (found := _FORWARD_LINE.match(text, line)):
+            return found
+        at = text.find(b"forward", at + 1)
+    return None
 
 
 def arity_range(parameters: str | None) -> tuple[int | None, int | None]:

@@ -23,7 +23,7 @@ from queries.ingest.syntax_check import SyntaxCheckError, check_syntax
 from queries.parse import parse_program
 from queries.settings import REPO_ROOT
 from queries.store import Store
-from queries.text_rules import forward_arity, program_candidate_key
+from queries.text_rules import forward_arity, model_forward, model_new_forward, program_candidate_key
 from runner.jobs import program_sha256 as runner_program_sha256
 from tests.fixtures import REFERENCE, program
 
@@ -350,3 +350,20 @@ def test_forward_arity_counts_as_the_parser_does(parameters):
                     else (n - min(len(args.defaults), n), math.inf if args.vararg else n))
     forward_arity.cache_clear()
     assert forward_arity(parameters) == expected
+
+
+@pytest.mark.parametrize(("candidate", "expected"), [
+    ("class ModelNew(nn.Module):\n    def __init__(self):\n        pass\n\n    def forward(self, x):\n", "self, x"),
+    ("import torch\nclass ModelNew:\n    def forward_all(self):\n  \n\tdef  forward (self, k)", "self, k"),
+    ("class ModelNew:\n    def forward(\n        self, x,\n    ):\n", "\n        self, x,\n    "),
+    ("class ModelNew:\n    pass\ndef forward(self, y):\n    pass\n", None),  # not in the class body
+    ("class ModelNew:\n    pass\nx = 1\n    def forward(self, y):\n", None),  # the body ended at `x = 1`
+    ("class ModelNew:\n    pass\nx = 1\nclass ModelNew(M):\n    def forward(self, a, b):\n", "self, a, b"),
+    ("class ModelNewer:\n    def forward(self, a):\n", None),
+    ("x = 1\nclass ModelNew:", None),
+    ("class ModelNew:\n    def forward(self, x:", None),  # no closing parenthesis
+    ("class ModelNew:\n    def forward(self, é: 'ü'):\n", "self, é: 'ü'"),
+])
+def test_forward_signature_is_the_first_def_forward_in_the_class_body(candidate, expected):
+    assert model_new_forward(candidate.encode()) == expected
+    assert model_forward(candidate.replace("ModelNew", "Model")) == expected

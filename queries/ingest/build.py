@@ -129,7 +129,7 @@ class _Reader:
         self.writer = CodeWriter(tmp, opts.group_rows, opts.shard_rows)
         self.meter = Progress(total_rows, opts.progress)
         self.refs = References(opts.workers)
-        self.fields = FieldWorkers(opts.workers, total_rows)
+        self.fields = FieldWorkers(opts.workers, total_rows, tmp / "handover")
 
     def read_file(self, f, columns: list[str], first_row: int, rows: int) -> _FileRows:
         """The rows of one file: DuckDB's fast read, or, when that fails, the Python reader's."""

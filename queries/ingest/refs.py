@@ -8,12 +8,12 @@ there are enough of them, and only the results are kept: memory stays bounded ei
 
 from __future__ import annotations
 
-import multiprocessing
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 
 import pyarrow as pa
 
+from queries.ingest.processes import process_pool
 from queries.parse import reference_fields
 from queries.text_rules import arity_range, candidate_key, model_forward
 
@@ -89,7 +89,7 @@ class References:
         keys, texts = list(self.pending), list(self.pending.values())
         self.pending, self.pending_chars = {}, 0
         if self.pool is None and self.workers > 1 and full_chunk:
-            self.pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("forkserver"))
+            self.pool = process_pool(self.workers)
         if self.pool is None:
             self.fields.update(zip(keys, _fields_of(texts), strict=True))
             return

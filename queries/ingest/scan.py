@@ -9,6 +9,7 @@ columns (with `unavailable_import` marked, see `queries/text_rules.py`) plus the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Container, Iterator
 from dataclasses import dataclass
 
@@ -46,7 +47,7 @@ def connect(threads: int, memory_limit: str) -> duckdb.DuckDBPyConnection:
 
 def _params(f: SourceFile, first_row: int) -> dict:
     values = {"split": f.split, "first_row": first_row, "source_file": f.path.name, **PATTERNS}
-    return {name: value for name, value in values.items() if f"${name}" in sql_text("ingest_fields")}
+    return {name: values[name] for name in set(re.findall(r"\$(\w+)", sql_text("ingest_fields")))}
 
 
 def scan_parquet(con: duckdb.DuckDBPyConnection, f: SourceFile, columns: list[str], first_row: int,

@@ -14,12 +14,11 @@ reconnects when meta.json changes). Interrupted or failed, it leaves the store a
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import time
 import warnings
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from pathlib import Path
 
 import pyarrow as pa
@@ -27,6 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from common.errors import TlxError
+from queries.ingest.processes import process_pool
 from queries.ingest.progress import Progress, say
 from queries.store import INDEX_FILE, META_FILE, Store, code_path, replace_file, write_meta
 
@@ -66,7 +66,7 @@ def _run(tasks: list, workers: int, rows: int, meter: Progress) -> list[str]:
     """Ids of the programs that do not compile, from worker processes when there are enough rows."""
     bad: list[str] = []
     if workers > 1 and rows >= PARALLEL_MIN_ROWS:
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"))
+        pool = process_pool(workers)
         finished = False
         try:
             futures = [pool.submit(check_rows, *task) for task in tasks]

@@ -17,16 +17,21 @@ WITH named AS (
            CASE WHEN x IS NULL THEN 'null_program'
                 WHEN NOT regexp_matches(x, $not_blank) THEN 'empty_program' END AS reject
     FROM src
-), cut AS (
-    SELECT *,
-           coalesce(nullif(regexp_extract(x, $cut_after_model, 0), ''),
-                    nullif(regexp_extract(x, $cut_anywhere, 0), '')) AS upto_start
+), after_model AS (
+    SELECT *, regexp_extract(x, $cut_after_model, 0) AS upto_after_model
     FROM named
+), cut AS (
+    -- CASE, not coalesce: the second pattern runs only where the first finds nothing
+    SELECT *,
+           CASE WHEN upto_after_model <> '' THEN upto_after_model
+                ELSE nullif(regexp_extract(x, $cut_anywhere, 0), '') END AS upto_start
+    FROM after_model
 ), parts AS (
     SELECT *,
            CASE WHEN upto_start IS NULL THEN x
                 ELSE regexp_replace(upto_start, $start_token_at_end, '') END AS before_cut,
-           regexp_extract_all(x, $kernel, 1) AS kernel_names
+           list_transform(regexp_extract_all(x, $kernel_match, 0),
+                          lambda m: regexp_extract(m, $last_word, 0)) AS kernel_names
     FROM cut
 )
 SELECT file_row, id, split, row, source_file, reject, x, y, problem_id, holdout_group,
