@@ -86,19 +86,20 @@ def build(checked: list, bad: list[dict], tmp: Path, opts: Options) -> dict:
     """Write code shards and index.parquet into `tmp`; returns the summary's accounting fields."""
     code_path(tmp, 0).parent.mkdir(parents=True)
     reader = _Reader(tmp, opts, bad, total_rows=sum(rows for _, (rows, _) in checked))
-    rejects, index_parts, sources = Rejects(), [], []
+    rejects, files, sources = Rejects(), [], []
     next_row: Counter[str] = Counter()
     try:
         for f, (rows, columns) in checked:
             got = reader.read_file(f, columns, next_row[f.split], rows)
             for row, reason, detail in got.rejects:
                 rejects.add(f.path, row, reason, detail)
-            index_parts += got.index()
+            files.append(got)  # its per-program fields are collected after the last file: no wait between files
             next_row[f.split] += got.rows_read
             sources.append({"path": str(f.path), "split": f.split, "rows": got.rows_read,
                             "bytes": f.path.stat().st_size})
         reader.writer.close()
         reader.meter.done()
+        index_parts = [part for got in files for part in got.index()]
         index = _write_index(tmp, index_parts, reader.refs, reader.writer, opts.workers)
     except BaseException:
         reader.writer.abort()
