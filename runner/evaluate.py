@@ -161,7 +161,7 @@ class Evaluation:
         for trial in range(n):
             seed = self.options.seed + 1 + trial
             inputs = self.inputs(module, seed)
-            clones = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+            clones = _cloned(inputs)
             with torch.no_grad():
                 ref = self.guarded("correctness", f"Model forward (trial {trial + 1})", self._run, model, inputs)
                 alone = trial == 0 and self.compile_autotuned(new, clones)
@@ -187,7 +187,7 @@ class Evaluation:
 
         if self.gate is NO_GATE or not self.autotunes:
             return False
-        copies = [v.clone() if isinstance(v, torch.Tensor) else v for v in clones]
+        copies = _cloned(clones)
         devices = [torch.cuda.current_device()] if self.device == "cuda" else []
         with torch.random.fork_rng(devices=devices), autotune.compile_pass() as tuners:
             self.guarded("correctness", "ModelNew forward (trial 1, compiling autotuned configs)", self._run, new,
@@ -242,6 +242,13 @@ class Evaluation:
             self.flags.append("interpreted_no_timing")
             return RunResult.passed("correct; interpreted, no timing")
         return self.time_both(module, model, new)
+
+
+def _cloned(values: list[Any]) -> list[Any]:
+    """Copies of the tensors among `values` (the candidate may write into its inputs); other values as they are."""
+    import torch
+
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
 
 
 def apply_backend_flags(options: EvalOptions, device: str) -> bool:

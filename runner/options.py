@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner import profiles
+from runner.fields import refuse_unknown
 from runner.profiles import DEFAULT_PROFILE
 
 GIB = 1 << 30
@@ -88,10 +89,7 @@ class EvalOptions:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> EvalOptions:
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(d) - names
-        if unknown:
-            raise ValueError(f"unknown eval options: {sorted(unknown)}")
+        refuse_unknown(cls, d, "unknown eval options")
         kw = dict(d)
         if isinstance(kw.get("write_roots"), list):
             kw["write_roots"] = tuple(kw["write_roots"])

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import Any
 
+from runner.fields import refuse_unknown
+
 
 class ErrorType(StrEnum):
     """Measured error types (design §3); `ok` is the type of a passing run (stored as error_type null)."""
@@ -149,10 +151,7 @@ class RunResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunResult:
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(d) - names
-        if unknown:
-            raise ValueError(f"run result has unknown keys: {sorted(unknown)}")
+        refuse_unknown(cls, d, "run result has unknown keys")
         if "id" not in d or "status" not in d:
             raise ValueError("run result needs 'id' and 'status'")
         kw = dict(d)

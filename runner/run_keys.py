@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner import profiles
+from runner.fields import refuse_unknown
 from runner.options import INPUTS_DEVICES, EvalOptions
 
 CPU_LABEL = "cpu-interpreter"
@@ -61,10 +62,7 @@ class RunSpec:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunSpec:
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(d) - names
-        if unknown:
-            raise ValueError(f"unknown run settings: {sorted(unknown)}")
+        refuse_unknown(cls, d, "unknown run settings")
         return cls(**d)
 
     @property
