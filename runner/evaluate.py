@@ -1,9 +1,11 @@
 """Inside the child: load the program, build Model and ModelNew, check correctness, time on CUDA (design §4).
 
 `evaluate_program` returns the verdict as a `RunResult` (the parent adds id, hash and times); it never raises for
-anything the program does. Inputs are made on the job's device (`torch.device` as the default device while
-`get_inputs()`/`get_init_inputs()` run, same seeds) unless `inputs_device="cpu"`. On a GPU shared by several jobs
-(`runner.gate`), the harness's GPU work of the init and correctness stages runs under the GPU's shared gate and the
+anything the program does. Inputs and models are made on the job's device (`torch.device` as the default device
+while `get_inputs()`/`get_init_inputs()`, `Model(...)` and `ModelNew(...)` run, same seeds) unless
+`inputs_device="cpu"` (KernelBench's way: made on the CPU, then moved; building a 268M-parameter KernelBench
+reference on one CPU thread takes 1.5 s, twice a row, with the GPU's shared gate held). On a GPU shared by several
+jobs (`runner.gate`), the harness's GPU work of the init and correctness stages runs under the GPU's shared gate and the
 timing stage under its exclusive gate: no other job's harness work runs on the GPU while one job is timed. A program
 that autotunes makes its first ModelNew call twice there: configs compiled under the shared gate, then benchmarked
 with the GPU alone (`runner.autotune`)."""
@@ -123,14 +125,25 @@ class Evaluation:
 
         return made
 
+    def construct(self, cls: Any, init: list[Any]) -> Callable[[], Any]:
+        """`cls(*init)` with its parameters made on the inputs' device, then moved to the job's device."""
+        import torch
+
+        def built() -> Any:
+            with torch.device(self.inputs_device):
+                model = cls(*init)
+            return model.to(self.device)
+
+        return built
+
     def build(self, module: Any) -> tuple[Any, Any]:
         seed = self.options.seed
         set_seed(seed)
         init = self.guarded("init", "get_init_inputs()", self.make(module.get_init_inputs))
         set_seed(seed)
-        model = self.guarded("init", "building Model", lambda: module.Model(*init).to(self.device))
+        model = self.guarded("init", "building Model", self.construct(module.Model, init))
         set_seed(seed)
-        new = self.guarded("init", "building ModelNew", lambda: module.ModelNew(*init).to(self.device))
+        new = self.guarded("init", "building ModelNew", self.construct(module.ModelNew, init))
         self.guarded("init", "loading Model's state into ModelNew", lambda: self.load_state(model, new))
         return model, new
 
@@ -275,11 +288,12 @@ def _cpu_threads() -> int:
 def method_record(options: EvalOptions, device: str, tf32: bool) -> dict[str, Any]:
     """The evaluation method stored with the result: profile, tolerances, flags, inputs, timing parameters."""
     profile = options.evaluation_profile
+    made_on = "cuda" if device == "cuda" and options.inputs_device == "device" else "cpu"
     atol, rtol = profile.tolerances("float32")
     by_dtype = {name: profile.tolerances(name)[0] for name in ("float32", "float64", "float16", "bfloat16")}
     return {
         "profile": profile.name, "atol": atol, "rtol": rtol, "tf32": tf32,
-        "inputs_device": "cuda" if device == "cuda" and options.inputs_device == "device" else "cpu",
+        "inputs_device": made_on, "models_device": made_on,
         "correctness": {"trials": options.trials, "seed": options.seed, "tolerance_by_dtype": by_dtype,
                         "tf32_forced_off": profile.tf32_off, "tolerance_ladder": list(LADDER)},
         "timing": timing.method_record(options.timing) if device == "cuda" else None,

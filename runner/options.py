@@ -52,7 +52,7 @@ class EvalOptions:
     profile: str = DEFAULT_PROFILE  # runner.profiles: kernelbench | kernelbench-strict | custom
     atol: float | None = None  # given: a custom profile (runner.profiles.resolve)
     rtol: float | None = None
-    inputs_device: str = "device"  # "cpu": create inputs on the CPU and move them (the old behaviour)
+    inputs_device: str = "device"  # "cpu": create inputs and models on the CPU and move them (KernelBench's way)
     seed: int = 42
     timing: TimingOptions = TimingOptions()
     memory_limit_bytes: int = 16 * GIB  # host memory of the job's process tree

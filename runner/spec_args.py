@@ -19,7 +19,7 @@ def add_spec_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--atol", type=float, default=None, help="custom absolute tolerance (profile 'custom')")
     parser.add_argument("--rtol", type=float, default=None, help="custom relative tolerance (profile 'custom')")
     parser.add_argument("--inputs-on-cpu", action="store_true",
-                        help="create inputs on the CPU and move them (default: on the job's device)")
+                        help="create inputs and models on the CPU and move them (default: on the job's device)")
 
 
 def spec_fields(args: argparse.Namespace) -> dict[str, Any]:

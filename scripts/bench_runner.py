@@ -2,10 +2,13 @@
 
     # here (needs pyarrow): pick rows of the dev corpus and write them as JSON lines (GPU images may lack pyarrow)
     python scripts/bench_runner.py export --corpus ../shared/data/realworld --rows 300 --seed 1 --out sel.jsonl
+    # (--label present|null: only rows whose label y is present / null; --exclude R: not the rows of results R)
     # on the GPU machine: run them like `runner bulk` does (same LocalBackend, lanes sharing each GPU)
     python scripts/bench_runner.py run --programs sel.jsonl --jobs-per-gpu 4 --out DIR [--budget-s 480]
     # compare two runs of the same rows: verdicts identical? timing differences for rows >= 50 us
     python scripts/bench_runner.py compare DIR1/results.jsonl DIR2/results.jsonl
+    # rows of a finished run to run again: its correct rows >= 50 us (--correct), or any N rows
+    python scripts/bench_runner.py pick --programs sel.jsonl --results DIR/results.jsonl [--correct] --rows 40 --out O
     # a warm service's re-run latency beyond the timing loops, on K correct rows of a finished run
     python scripts/bench_runner.py latency --programs sel.jsonl --results DIR/results.jsonl --rows 5
 
@@ -47,13 +50,40 @@ def export(args: argparse.Namespace) -> int:
     for split in ("train", "test"):
         path = Path(args.corpus) / f"{split}.parquet"
         if path.is_file():
-            xs = pq.read_table(path, columns=["x"])["x"].to_pylist()
-            rows += [(f"{split}/{i:06d}", x) for i, x in enumerate(xs)]
+            table = pq.read_table(path)
+            ys = table["y"].to_pylist() if "y" in table.column_names else [None] * table.num_rows
+            rows += [(f"{split}/{i:06d}", x, y) for i, (x, y) in enumerate(zip(table["x"].to_pylist(), ys, strict=True))]
     chosen = sorted(random.Random(args.seed).sample(rows, min(args.rows, len(rows))))
-    with open(args.out, "w", encoding="utf-8") as fh:
-        for row_id, x in chosen:
-            fh.write(json.dumps({"id": row_id, "x": x}) + "\n")
+    leave_out = set(_by_id(args.exclude)) if args.exclude else set()
+    chosen = [(i, x, y) for i, x, y in chosen if i not in leave_out and _label_kept(y, args.label)]
+    _write_programs(args.out, [(i, x) for i, x, _ in chosen])
     print(f"wrote {len(chosen)} of {len(rows)} rows to {args.out}")
+    return 0
+
+
+def _label_kept(y: float | None, label: str) -> bool:
+    return label == "any" or (y is not None) == (label == "present")
+
+
+def _write_programs(path: Path, rows: list[tuple[str, str]]) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        for row_id, x in rows:
+            fh.write(json.dumps({"id": row_id, "x": x}) + "\n")
+
+
+def pick(args: argparse.Namespace) -> int:
+    """The first N rows of --programs that have a result in --results: with --correct, only correct rows timed at
+    or above BIG_MS (for run-to-run timing); otherwise any verdict (for one-at-a-time verdict checks)."""
+    done = _by_id(args.results)
+
+    def wanted(row_id: str) -> bool:
+        first = done[row_id][0]
+        median = (first.get("timing") or {}).get("median_ms")
+        return not args.correct or (first["status"] == "ok" and median is not None and median >= BIG_MS)
+
+    rows = [(i, x) for i, x in load_programs(args.programs) if i in done and wanted(i)][:args.rows]
+    _write_programs(args.out, rows)
+    print(f"picked {len(rows)} rows into {args.out}")
     return 0
 
 
@@ -96,6 +126,9 @@ def beyond_loops(r: dict) -> float | None:
 
 def run(args: argparse.Namespace) -> int:
     programs = load_programs(args.programs)[args.skip:args.skip + args.rows if args.rows else None]
+    if args.exclude and args.exclude.is_file():
+        done = _by_id(args.exclude)
+        programs = [(i, x) for i, x in programs if i not in done]
     spec = RunSpec.build(args.device, timeout_s=args.timeout, trials=args.trials, profile=args.profile)
     slots = make_slots(args.device, args.jobs_per_gpu, triton_cache_dir=str(args.out / "triton-cache"),
                        jobs_per_gpu=args.jobs_per_gpu)
@@ -141,11 +174,20 @@ def run(args: argparse.Namespace) -> int:
         "verdicts": dict(Counter(r["error_type"] or "ok" for r in results).most_common()),
         "gpu_gates": gates_report(), "gpu_busy_fraction_smi": smi.stop(),
         "beyond_timing_loops_s": _quantiles(overheads),
+        "phase_totals_s": _phase_totals(results),
         "gpu": next((r["system"].get("gpu") for r in results if r.get("system", {}).get("gpu")), None),
     }
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2))
     return 0
+
+
+def _phase_totals(results: list[dict]) -> dict[str, float]:
+    """Seconds spent in each phase over all runs, largest first: where a pass's time went."""
+    totals: Counter = Counter()
+    for r in results:
+        totals.update(r.get("phases_s") or {})
+    return {name: round(s, 1) for name, s in totals.most_common()}
 
 
 def _quantiles(values: list[float]) -> dict[str, float] | None:
@@ -240,6 +282,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--corpus", type=Path, required=True)
     p.add_argument("--rows", type=int, default=300)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--label", choices=("any", "present", "null"), default="any", help="rows whose y is ...")
+    p.add_argument("--exclude", type=Path, help="leave out the rows of this results file")
+    p.add_argument("--out", type=Path, required=True)
+    p = sub.add_parser("pick")
+    p.add_argument("--programs", type=Path, required=True)
+    p.add_argument("--results", type=Path, required=True)
+    p.add_argument("--correct", action="store_true", help="only correct rows timed at >= 50 us")
+    p.add_argument("--rows", type=int, default=40)
     p.add_argument("--out", type=Path, required=True)
     p = sub.add_parser("run")
     p.add_argument("--programs", type=Path, required=True)
@@ -252,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--trials", type=int, default=None)
     p.add_argument("--profile", default=None)
     p.add_argument("--budget-s", type=float, default=480.0, help="start no row after this many seconds")
+    p.add_argument("--exclude", type=Path, help="leave out the rows of this results file (if it exists)")
     p.add_argument("--out", type=Path, required=True)
     p = sub.add_parser("compare")
     p.add_argument("first", type=Path)
@@ -263,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=8799)
     p.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    return {"export": export, "run": run, "compare": compare, "latency": latency}[args.command](args)
+    return {"export": export, "pick": pick, "run": run, "compare": compare, "latency": latency}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -1,46 +1,62 @@
 #!/usr/bin/env bash
-# The runner's GPU figures of BENCHMARKS.md on real programs, in device calls of < 10 minutes each (each may land on
-# a fresh machine: cold Triton cache, no pyarrow, so rows travel as JSON lines). Prepare here:
-#   python scripts/bench_runner.py export --corpus ../shared/data/realworld --rows 300 --seed 1 --out var/gpu/sel300.jsonl
-#   python scripts/bench_runner.py export --corpus data/sample --rows 1000 --out var/gpu/sample.jsonl
-#   var/gpu/ok.jsonl (the correct rows of an earlier pass) and var/gpu/alone.jsonl (20 rows, correct and failing)
+# The runner's GPU figures of BENCHMARKS.md on real programs, in three device calls of < 10 minutes each, made back
+# to back so that the machine stays warm (state in /tmp/tlx-gpu; a fresh machine has a cold Triton cache and no
+# pyarrow, so rows travel as JSON lines). Prepare here (python = the project's venv, PYTHONPATH=.):
+#   B="python scripts/bench_runner.py"
+#   $B export --corpus ../shared/data/realworld --rows 300 --seed 1 --out var/gpu/sel300.jsonl
+#   $B export --corpus data/sample --rows 1000 --label present --exclude data/h200/sample-kernelbench-rows-0-69.jsonl --out var/gpu/sample_ok.jsonl
+#   $B export --corpus data/sample --rows 1000 --label null --exclude data/h200/sample-kernelbench-rows-0-69.jsonl --out var/gpu/sample_null.jsonl
 # then on the device, with var carried: scripts/gpu_session.sh 1|2|3 (results and summaries land in $OUT).
-#   1: environment, the 300 rows with 4 jobs per GPU (runs/min, GPU busy, verdicts)
-#   2: GPU tests, the embedded sample's rows from SAMPLE_SKIP (default 70: rows 0-69 are in data/h200/) one job at
-#      a time under the default profile (its labels: make_sample.py --labels)
-#   3: the correct rows again with 4 jobs per GPU (run-to-run timing), 20 rows one at a time (verdicts as with
-#      overlap?), a warm service's re-run latency
+#   1: environment; the 300 rows with 4 jobs per GPU (runs/min, GPU busy, verdicts, where the time went)
+#   2: GPU tests; the embedded sample's rows not yet relabelled under the default profile: those with a label one
+#      job at a time (their timings become labels), those labelled null (failures) with 4 jobs per GPU
+#   3: 40 correct rows of part 1 again with 4 jobs (run-to-run timing), 12 rows of part 1 one at a time (verdicts
+#      as with overlap?), what part 2 left of the sample, a warm service's re-run latency
 set -u
 export PYTHONUNBUFFERED=1
 OUTD=${OUT:-/tmp/tlx-out}; mkdir -p "$OUTD"
+ST=/tmp/tlx-gpu; mkdir -p "$ST"
 LOG="$OUTD/log_part${1:-x}.txt"
 BENCH=(python3 scripts/bench_runner.py)
 step() { echo "== $(date -u +%T) $*" | tee -a "$LOG"; }
-keep() { cp "$1/results.jsonl" "$OUTD/$2.jsonl"; cp "$1/summary.json" "$OUTD/$2.summary.json" 2>/dev/null; }
+keep() { cp "$ST/$1/results.jsonl" "$OUTD/$2.jsonl"; cp "$ST/$1/summary.json" "$OUTD/$2.summary.json" 2>/dev/null; }
+bench() { local secs=$1; shift; timeout -s INT "$secs" "${BENCH[@]}" "$@" 2>&1 | tail -4 | tee -a "$LOG"; }
+sample() {  # $1: seconds for the labelled rows one at a time; $2: for the null rows with 4 jobs
+  bench $(($1 + 40)) run --programs var/gpu/sample_ok.jsonl --exclude "$ST/s1/results.jsonl" --jobs-per-gpu 1 \
+    --timeout 60 --budget-s "$1" --out "$ST/s${3:-1}"
+  bench $(($2 + 70)) run --programs var/gpu/sample_null.jsonl --exclude "$ST/n1/results.jsonl" --jobs-per-gpu 4 \
+    --timeout 60 --budget-s "$2" --out "$ST/n${3:-1}"
+}
 case "${1:-}" in
 1)
   nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv | tee -a "$LOG"
   python3 -c "import torch, triton, sys, os; print('python', sys.version.split()[0], 'torch', torch.__version__, 'triton', triton.__version__, 'cpus', os.cpu_count())" | tee -a "$LOG"
   step "300 rows, 4 jobs per GPU"
-  timeout -s INT 575 "${BENCH[@]}" run --programs var/gpu/sel300.jsonl --jobs-per-gpu 4 --budget-s 540 --out /tmp/b1 2>&1 | tail -3 | tee -a "$LOG"
-  keep /tmp/b1 overlap
+  bench 565 run --programs var/gpu/sel300.jsonl --jobs-per-gpu 4 --budget-s 515 --out "$ST/b1"
+  keep b1 overlap
   ;;
 2)
   step "GPU tests"
-  timeout 90 python3 -m pytest -q -m gpu tests/test_runner_gpu.py tests/test_reliability_sandbox.py -p no:cacheprovider 2>&1 | tail -8 | tee -a "$LOG"
-  step "sample from row ${SAMPLE_SKIP:-70}, default profile, one job at a time"
-  timeout -s INT 480 "${BENCH[@]}" run --programs var/gpu/sample.jsonl --skip "${SAMPLE_SKIP:-70}" --jobs-per-gpu 1 --timeout 60 --budget-s 450 --out /tmp/b2 2>&1 | tail -3 | tee -a "$LOG"
-  keep /tmp/b2 sample
+  timeout 100 python3 -m pytest -q -m gpu tests/test_runner_gpu.py tests/test_reliability_sandbox.py -p no:cacheprovider 2>&1 | tail -8 | tee -a "$LOG"
+  step "sample: labelled rows one at a time, null rows 4 jobs per GPU"
+  sample 330 60
+  keep s1 sample_ok; keep n1 sample_null
   ;;
 3)
+  P1=$ST/b1/results.jsonl; [ -f "$P1" ] || P1=var/gpu/overlap.jsonl
+  "${BENCH[@]}" pick --programs var/gpu/sel300.jsonl --results "$P1" --correct --rows 40 --out "$ST/ok.jsonl"
+  "${BENCH[@]}" pick --programs var/gpu/sel300.jsonl --results "$P1" --rows 12 --out "$ST/alone.jsonl"
   step "correct rows again, 4 jobs per GPU"
-  timeout -s INT 200 "${BENCH[@]}" run --programs var/gpu/ok.jsonl --jobs-per-gpu 4 --budget-s 170 --out /tmp/b3 2>&1 | tail -3 | tee -a "$LOG"
-  keep /tmp/b3 overlap_again
-  step "20 rows one at a time"
-  timeout -s INT 170 "${BENCH[@]}" run --programs var/gpu/alone.jsonl --jobs-per-gpu 1 --budget-s 140 --out /tmp/b4 2>&1 | tail -3 | tee -a "$LOG"
-  keep /tmp/b4 alone
+  bench 130 run --programs "$ST/ok.jsonl" --jobs-per-gpu 4 --budget-s 100 --out "$ST/b3"
+  keep b3 overlap_again
+  step "12 rows one at a time"
+  bench 120 run --programs "$ST/alone.jsonl" --jobs-per-gpu 1 --budget-s 90 --out "$ST/b4"
+  keep b4 alone
+  step "what part 2 left of the sample"
+  sample 60 20 2
+  keep s2 sample_ok2; keep n2 sample_null2
   step "warm service re-run latency"
-  timeout 70 "${BENCH[@]}" latency --programs var/gpu/ok.jsonl --results /tmp/b3/results.jsonl --rows 3 --out /tmp/b5 2>&1 | tail -12 | tee -a "$LOG"
+  timeout 60 "${BENCH[@]}" latency --programs "$ST/ok.jsonl" --results "$ST/b3/results.jsonl" --rows 3 --out "$ST/b5" 2>&1 | tail -12 | tee -a "$LOG"
   ;;
 *) echo "usage: $0 1|2|3" >&2; exit 2 ;;
 esac
