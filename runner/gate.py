@@ -104,6 +104,7 @@ class GpuGate:
 
 
 _gates: dict[str, GpuGate] = {}
+_occupancy: dict[str, GpuGate] = {}
 _gates_lock = threading.Lock()
 
 
@@ -111,6 +112,14 @@ def gate_for(gpu: str) -> GpuGate:
     """The process's one gate for a GPU (keyed by its CUDA_VISIBLE_DEVICES value)."""
     with _gates_lock:
         return _gates.setdefault(gpu, GpuGate(gpu))
+
+
+def occupancy_for(gpu: str) -> GpuGate:
+    """The process's lock on a GPU's jobs as a whole (not their steps): every job holds it shared while it runs;
+    a job that must have the GPU to itself (`runner.cancellable`: out of memory beside other jobs) holds it
+    exclusive, so that it starts once the others have ended and before any new one."""
+    with _gates_lock:
+        return _occupancy.setdefault(gpu, GpuGate(f"{gpu} jobs"))
 
 
 def gates_report() -> dict[str, dict[str, Any]]:

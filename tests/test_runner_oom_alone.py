@@ -1,0 +1,73 @@
+"""A job that runs out of GPU memory beside other jobs is run again with the GPU to itself (runner.cancellable)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import runner.sandbox
+from runner.cancellable import RERUN_ALONE_FLAG, evaluate_on_slot
+from runner.result import ErrorType, RunResult
+from runner.run_keys import RunSpec
+from runner.workers import make_slots
+
+
+class FakeSandbox:
+    """Stands for evaluate_in_sandbox: counts the jobs running at once; program "big" runs out of memory whenever
+    another job runs beside it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running = 0
+        self.big_runs: list[int] = []  # how many jobs ran (itself included) during each run of "big"
+
+    def __call__(self, program, options, *, result_id, row_id, cancel=None, gate=None) -> RunResult:
+        with self.lock:
+            self.running += 1
+        try:
+            time.sleep(0.05 if program == "big" else 0.2)
+            with self.lock:
+                company = self.running
+            if program != "big":
+                return RunResult.passed("correct")
+            self.big_runs.append(company)
+            if company > 1:
+                return RunResult.failed(ErrorType.OUT_OF_MEMORY, "CUDA out of memory")
+            return RunResult.passed("correct")
+        finally:
+            with self.lock:
+                self.running -= 1
+
+
+def test_out_of_memory_beside_others_is_run_again_alone(monkeypatch):
+    fake = FakeSandbox()
+    monkeypatch.setattr(runner.sandbox, "evaluate_in_sandbox", fake)
+    slots = make_slots("cuda", gpus=["H200"], jobs_per_gpu=3)
+    spec = RunSpec.build("cuda", timeout_s=60)
+    results: dict[str, RunResult] = {}
+
+    def run(i: int, program: str) -> None:
+        results[f"{program}{i}"] = evaluate_on_slot(program, spec, slots[i], result_id=str(i), row_id=None)
+
+    threads = [threading.Thread(target=run, args=(i, p)) for i, p in enumerate(["small", "big", "small"])]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    big = results["big1"]
+    assert fake.big_runs == [3, 1]  # out of memory beside two others, then alone
+    assert big.error_type is None and RERUN_ALONE_FLAG in big.flags
+    assert all(r.error_type is None and RERUN_ALONE_FLAG not in r.flags for k, r in results.items() if k != "big1")
+
+
+def test_out_of_memory_on_a_gpu_of_its_own_is_final(monkeypatch):
+    calls: list[str] = []
+
+    def oom(program, options, **kw) -> RunResult:
+        calls.append(program)
+        return RunResult.failed(ErrorType.OUT_OF_MEMORY, "CUDA out of memory")
+
+    monkeypatch.setattr(runner.sandbox, "evaluate_in_sandbox", oom)
+    slot = make_slots("cuda", gpus=["H200"], jobs_per_gpu=1)[0]
+    result = evaluate_on_slot("big", RunSpec.build("cuda", timeout_s=60), slot, result_id="x", row_id=None)
+    assert calls == ["big"] and result.error_type == ErrorType.OUT_OF_MEMORY and RERUN_ALONE_FLAG not in result.flags
