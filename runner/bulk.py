@@ -214,7 +214,7 @@ def main(args: argparse.Namespace) -> int:
           f"profile {spec.profile}; results -> {log.path}", file=sys.stderr, flush=True)
 
     def on_result(task: Task, result: RunResult) -> None:
-        log.append(result.stamped(spec.key()))
+        log.append(result.stamped(spec))
         progress.record(result)
 
     interrupted = False

@@ -103,7 +103,7 @@ class Job:
         """The `crashed` result of this job when its evaluation produced no verdict."""
         return RunResult.crashed(message, id=self.row_id or self.program_sha256, row_id=self.row_id,
                                  program_sha256=self.program_sha256, device=self.options.result_device,
-                                 duration_s=duration_s, **kw).stamped(self.options.key())
+                                 duration_s=duration_s, **kw).stamped(self.options)
 
 
 def _job(row: tuple) -> Job:

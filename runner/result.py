@@ -6,9 +6,12 @@ import dataclasses
 import datetime as dt
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.fields import refuse_unknown
+
+if TYPE_CHECKING:
+    from runner.run_keys import RunSpec
 
 
 class ErrorType(StrEnum):
@@ -187,7 +190,9 @@ class RunResult:
         self.duration_s, self.finished_at = round(duration_s, 3), _now()
         return self
 
-    def stamped(self, options_key: str) -> RunResult:
-        """Record the run settings' key (`runner.run_keys.RunSpec.key`) in `method` (in place; returns self)."""
-        self.method = {**self.method, "options_key": options_key}
+    def stamped(self, spec: RunSpec) -> RunResult:
+        """Record the run settings' key and profile (`RunSpec.method_basics`) in `method`, keeping what the child
+        recorded (in place; returns self)."""
+        basics = spec.method_basics()
+        self.method = {**basics, **self.method, "options_key": basics["options_key"]}
         return self

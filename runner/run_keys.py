@@ -65,6 +65,13 @@ class RunSpec:
         refuse_unknown(cls, d, "unknown run settings")
         return cls(**d)
 
+    def method_basics(self) -> dict[str, Any]:
+        """The evaluation method as far as the settings say it: what a result the parent makes (a timeout, a
+        crash) records, so that it counts under its profile like the child's results do."""
+        atol, rtol = profiles.resolve(self.profile, self.atol, self.rtol).tolerances("float32")
+        return {"profile": self.profile, "atol": atol, "rtol": rtol, "timeout_s": self.timeout_s,
+                "options_key": self.key()}
+
     @property
     def result_device(self) -> str:
         """The `device` a result of this run carries."""

@@ -154,7 +154,7 @@ class WorkerPool:
             finally:
                 with self._current_lock:
                     self._current.pop(slot.name, None)
-            result.stamped(job.options.key())
+            result.stamped(job.options)
             if self.jobs.finish(job.id, result):
                 self.log.append(result)
 

@@ -54,7 +54,7 @@ def export(args: argparse.Namespace) -> int:
             ys = table["y"].to_pylist() if "y" in table.column_names else [None] * table.num_rows
             rows += [(f"{split}/{i:06d}", x, y) for i, (x, y) in enumerate(zip(table["x"].to_pylist(), ys, strict=True))]
     chosen = sorted(random.Random(args.seed).sample(rows, min(args.rows, len(rows))))
-    leave_out = set(_by_id(args.exclude)) if args.exclude else set()
+    leave_out = set(_by_id(args.exclude)) if args.exclude and args.exclude.is_file() else set()
     chosen = [(i, x, y) for i, x, y in chosen if i not in leave_out and _label_kept(y, args.label)]
     _write_programs(args.out, [(i, x) for i, x, _ in chosen])
     print(f"wrote {len(chosen)} of {len(rows)} rows to {args.out}")
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
                 yield Task(row_id, x, program_sha256(x), repeat)
 
     def on_result(task: Task, result: RunResult) -> None:
-        d = result.stamped(spec.key()).to_dict()
+        d = result.stamped(spec).to_dict()
         results.append(d)
         log.write(json.dumps(d, default=str) + "\n")
         log.flush()
@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rows", type=int, default=300)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--label", choices=("any", "present", "null"), default="any", help="rows whose y is ...")
-    p.add_argument("--exclude", type=Path, help="leave out the rows of this results file")
+    p.add_argument("--exclude", type=Path, help="leave out the rows of this results file (if it exists)")
     p.add_argument("--out", type=Path, required=True)
     p = sub.add_parser("pick")
     p.add_argument("--programs", type=Path, required=True)

@@ -4,8 +4,9 @@
 # pyarrow, so rows travel as JSON lines). Prepare here (python = the project's venv, PYTHONPATH=.):
 #   B="python scripts/bench_runner.py"
 #   $B export --corpus ../shared/data/realworld --rows 300 --seed 1 --out var/gpu/sel300.jsonl
-#   $B export --corpus data/sample --rows 1000 --label present --exclude data/h200/sample-kernelbench-rows-0-69.jsonl --out var/gpu/sample_ok.jsonl
-#   $B export --corpus data/sample --rows 1000 --label null --exclude data/h200/sample-kernelbench-rows-0-69.jsonl --out var/gpu/sample_null.jsonl
+#   $B export --corpus data/sample --rows 1000 --label present --exclude var/gpu/relabelled.jsonl --out var/gpu/sample_ok.jsonl
+#   $B export --corpus data/sample --rows 1000 --label null --exclude var/gpu/relabelled.jsonl --out var/gpu/sample_null.jsonl
+#   (var/gpu/relabelled.jsonl, if present: runs of sample rows already relabelled, left out)
 # then on the device, with var carried: scripts/gpu_session.sh 1|2|3 (results and summaries land in $OUT).
 #   1: environment; the 300 rows with 4 jobs per GPU (runs/min, GPU busy, verdicts, where the time went)
 #   2: GPU tests; the embedded sample's rows not yet relabelled under the default profile: those with a label one

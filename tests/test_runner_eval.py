@@ -457,6 +457,36 @@ def test_inputs_made_on_the_jobs_device(tmp_path):
     assert on_cpu.inputs(module, 7)[0].device.type == "meta" and module.seen[-1] == "cpu"  # made on CPU, moved
 
 
+def test_models_made_on_the_jobs_device():
+    """Model(...) and ModelNew(...) are built with the inputs' device as torch's default, then moved."""
+    seen = []
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            seen.append(torch.empty(0).device.type)
+            self.linear = torch.nn.Linear(4, 4)
+
+    on_job = Evaluation("p.py", EvalOptions(device="cpu"), "meta", lambda _stage: None).construct(Net, [])()
+    on_cpu = Evaluation("p.py", EvalOptions(device="cpu", inputs_device="cpu"), "meta", lambda _s: None).construct(Net, [])()
+    assert seen == ["meta", "cpu"]
+    assert on_job.linear.weight.device.type == on_cpu.linear.weight.device.type == "meta"
+
+
+def test_results_the_parent_makes_count_under_their_profile():
+    """A timeout or crash (made by the parent, not the child) records the profile and tolerances it ran under;
+    what the child recorded is kept."""
+    from runner.result import ErrorType, RunResult
+    from runner.run_keys import RunSpec
+
+    spec = RunSpec("cuda", profile="kernelbench-strict")
+    timeout = RunResult.failed(ErrorType.TIMEOUT, "no verdict after 60 s").stamped(spec)
+    assert (timeout.method["profile"], timeout.method["atol"], timeout.method["options_key"]) == (
+        "kernelbench-strict", 1e-4, spec.key())
+    child = RunResult.passed("correct", method={"profile": "kernelbench-strict", "tf32": False}).stamped(spec)
+    assert child.method["tf32"] is False and child.method["options_key"] == spec.key()
+
+
 def test_classify_by_type_and_message():
     def raised(exc: BaseException) -> BaseException:
         try:
@@ -514,7 +544,7 @@ def test_timing_summary():
 
 
 def test_slow_calls_stop_after_min_time(monkeypatch):
-    """A 50 ms call with a tight spread stops after ~1 s of timed trials (20+), not at min_trials; a fast one
+    """A 50 ms call with a tight spread stops after min_time_s of timed trials (10+), not at min_trials; a fast one
     still takes min_trials; a noisy slow one goes on until its spread is tight or the budget is spent."""
     from runner import timing
     from runner.options import TimingOptions
@@ -530,7 +560,7 @@ def test_slow_calls_stop_after_min_time(monkeypatch):
 
     opts = TimingOptions()
     slow, flags = timing._adaptive(batch_of(50.0, 0.001), opts)
-    assert 20 <= len(slow) < opts.min_trials and "timing_min_time_stop" in flags
+    assert timing.MIN_TRIALS_AFTER_MIN_TIME <= len(slow) < 20 and "timing_min_time_stop" in flags
     fast, flags = timing._adaptive(batch_of(0.1, 0.001), opts)
     assert len(fast) == opts.min_trials and not flags
     noisy, flags = timing._adaptive(batch_of(50.0, 0.3), opts)
