@@ -83,7 +83,7 @@ PATTERNS = {
 }
 
 WHITESPACE = b" \t\n\r\x0b\x0c"
-TRIPLE_QUOTES = (b'"' * 3, b"'" * 3)
+DOUBLE_TRIPLE, SINGLE_TRIPLE = b'"' * 3, b"'" * 3
 
 
 def python_regex(name: str) -> re.Pattern:
@@ -96,10 +96,11 @@ _CUT_ANYWHERE = python_regex("cut_anywhere")
 _TOKEN_AT_END = python_regex("start_token_at_end")
 _COMMENT = python_regex("comment")
 _COMMENT_BYTES = re.compile(PATTERNS["comment"].encode())
-# `forward`'s signature: a top-level class line, the first `def forward(...)` line after it (group 1: the text
-# inside the parentheses), and the class body's end: its first line that is neither blank nor indented
-_MODEL_LINE = re.compile((r"\n" + _MODEL + r"[^\n]*").encode())
-_MODEL_NEW_LINE = re.compile((r"\n" + _MODEL_NEW + r"[^\n]*").encode())
+# `forward`'s signature: a top-level class line (by the class's name), the first `def forward(...)` line after it
+# (group 1: the text inside the parentheses), and the class body's end: its first line that is neither blank nor
+# indented
+_CLASS_LINE = {b"Model": re.compile((_MODEL + r"[^\n]*").encode()),
+               b"ModelNew": re.compile((_MODEL_NEW + r"[^\n]*").encode())}
 _FORWARD_LINE = re.compile(rb"\n[ \t]+def[ \t]+forward[ \t]*\(([^)]*)\)")
 _CLASS_BODY_END = re.compile(rb"\n[^ \t\n]")
 
@@ -119,12 +120,17 @@ def candidate_key(candidate: str) -> str:
 
 def candidate_fingerprint(without_comments: bytes) -> str:
     """16 hex of sha256 of UTF-8 text already without comments, without triple-quoted strings and whitespace."""
-    text = without_comments
-    for quotes in TRIPLE_QUOTES:
-        parts = text.split(quotes)
-        if len(parts) > 1:
-            text = b"".join(parts[::2])
-    return hashlib.sha256(text.translate(None, WHITESPACE)).hexdigest()[:16]
+    text = _without_quoted(without_comments, DOUBLE_TRIPLE)
+    squeezed = text.translate(None, WHITESPACE)
+    if SINGLE_TRIPLE in squeezed:  # else none in `text` either: taking whitespace out never breaks one apart
+        squeezed = _without_quoted(text, SINGLE_TRIPLE).translate(None, WHITESPACE)
+    return hashlib.sha256(squeezed).hexdigest()[:16]
+
+
+def _without_quoted(text: bytes, quotes: bytes) -> bytes:
+    """`text` without its `quotes`-quoted strings: every other part between `quotes`, an unclosed one to the end."""
+    parts = text.split(quotes)
+    return b"".join(parts[::2]) if len(parts) > 1 else text
 
 
 def candidate_bytes_key(candidate: bytes) -> tuple[str, bytes]:
@@ -200,31 +206,33 @@ def _simple_arity(parameters: str):
 def model_forward(reference: str) -> str | None:
     """The parameters of `Model.forward` in a reference text (the first `def forward(` in the body of the first
     top-level `class Model` that has one), None when not found."""
-    found = _forward_parameters(("\n" + reference).encode("utf-8", "surrogatepass"), _MODEL_LINE)
+    found = _forward_parameters(reference.encode("utf-8", "surrogatepass"), b"Model")
     return found.decode("utf-8", "surrogatepass") if found is not None else None
 
 
 def model_new_forward(candidate_without_comments: bytes) -> str | None:
     """The parameters of `ModelNew.forward` in a candidate part, as `model_forward` finds them."""
-    found = _forward_parameters(b"\n" + candidate_without_comments, _MODEL_NEW_LINE)
+    found = _forward_parameters(candidate_without_comments, b"ModelNew")
     return found.decode("utf-8", "replace") if found is not None else None
 
 
-def _forward_parameters(text: bytes, class_line: re.Pattern) -> bytes | None:
-    """Group 1 of the first `_FORWARD_LINE` in the body of a class `class_line` matches (`text` starts with a
-    newline). Lines are found with `bytes.find`, which skips ahead faster than a pattern steps through them."""
-    at = text.find(b"\nclass")
+def _forward_parameters(text: bytes, name: bytes) -> bytes | None:
+    """Group 1 of the first `_FORWARD_LINE` in the body of a top-level `class <name>` line. Class lines are found
+    from the occurrences of `name` and lines with `bytes.find`/`rfind`, which skip ahead faster than a pattern steps
+    through them."""
+    class_line = _CLASS_LINE[name]
+    at = text.find(name)
     while at >= 0:
-        found = class_line.match(text, at)
+        found = class_line.match(text, text.rfind(b"\n", 0, at) + 1)
         if found is None:
-            at = text.find(b"\nclass", at + 1)
+            at = text.find(name, at + 1)
             continue
         forward = _first_forward_line(text, found.end())
         if forward is None:
             return None  # nor after a later class
         if _CLASS_BODY_END.search(text, found.end(), forward.start() + 1) is None:
             return forward.group(1)
-        at = text.find(b"\nclass", found.end())
+        at = text.find(name, found.end())
     return None
 
 

@@ -19,11 +19,19 @@ import pytest
 
 from queries import db
 from queries.ingest import ingest, sample_files
+from queries.ingest.handover import Slots, read_slot
 from queries.ingest.syntax_check import SyntaxCheckError, check_syntax
 from queries.parse import parse_program
 from queries.settings import REPO_ROOT
 from queries.store import Store
-from queries.text_rules import forward_arity, model_forward, model_new_forward, program_candidate_key
+from queries.text_rules import (
+    WHITESPACE,
+    candidate_fingerprint,
+    forward_arity,
+    model_forward,
+    model_new_forward,
+    program_candidate_key,
+)
 from runner.jobs import program_sha256 as runner_program_sha256
 from tests.fixtures import REFERENCE, program
 
@@ -363,7 +371,28 @@ def test_forward_arity_counts_as_the_parser_does(parameters):
     ("x = 1\nclass ModelNew:", None),
     ("class ModelNew:\n    def forward(self, x:", None),  # no closing parenthesis
     ("class ModelNew:\n    def forward(self, é: 'ü'):\n", "self, é: 'ü'"),
+    ("y = ModelNew\nclass ModelNew:\n    def forward(self, q):\n", "self, q"),  # the name before its class line
+    ("class B(ModelNew):\n    def forward(self):\n\nclass  ModelNew(B):\n    def forward(self, z):\n", "self, z"),
 ])
 def test_forward_signature_is_the_first_def_forward_in_the_class_body(candidate, expected):
     assert model_new_forward(candidate.encode()) == expected
     assert model_forward(candidate.replace("ModelNew", "Model")) == expected
+
+
+@pytest.mark.parametrize("text", [b"x = 1", b"'''doc''' x = 1", b"x = '' 'a'\n", b"'' '''x''' '", b"a'''b",
+                                  b"\"\"\"a'''b\"\"\" ''' c", b"'''a\"\"\"b''' \"\"\" c", b'x = "" """y"""\n'])
+def test_candidate_fingerprint_takes_out_triple_quoted_strings_then_whitespace(text):
+    expected = text
+    for quotes in (b'"""', b"'''"):  # double-quoted ones first, then single-quoted ones in what is left
+        expected = b"".join(expected.split(quotes)[::2])
+    assert candidate_fingerprint(text) == hashlib.sha256(expected.translate(None, WHITESPACE)).hexdigest()[:16]
+
+
+def test_slots_hand_over_batches_in_turn_and_grow(tmp_path):
+    slots = Slots(tmp_path, 2)
+    for n in (10, 3000, 5, 20000, 7, 3):  # slot files grow, then hold smaller batches
+        batch = pa.record_batch([pa.array(["é" * i for i in range(n)]), pa.array(range(n), pa.int32())],
+                                names=["x", "cut_bytes"])
+        path, size = slots.write(batch)
+        assert read_slot(path, size).equals(batch)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["slot-0.arrow", "slot-1.arrow"]

@@ -5,14 +5,13 @@
 arguments of `ModelNew.forward` (`new_forward_min/max`, for `forward_arity_mismatch`). At 60-100 us a program this
 is about as much CPU as DuckDB's share of stage 1 and would hold the main thread (DuckDB would wait for it), so
 `FieldWorkers` runs it on batches in worker processes while the main thread reads on; small builds compute it in
-process. A batch goes to its worker as an Arrow IPC file that the worker maps and deletes: pickled through the
-pool's pipe (copies on both sides, 64 KB pipe writes), it cost ~2 CPU s more per 57k programs.
+process. A batch goes to its worker as an Arrow IPC file in a slot file that both map (`handover.py`): pickled
+through the pool's pipe (copies on both sides, 64 KB pipe writes), it cost ~2 CPU s more per 57k programs.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 from collections import deque
 from concurrent.futures import Future
@@ -21,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from queries.ingest.handover import Slots, read_slot
 from queries.ingest.processes import process_pool
 from queries.text_rules import arity_range, candidate_bytes_key, model_new_forward
 
@@ -46,41 +46,36 @@ def program_fields(texts: pa.Array, cut_bytes: pa.Array) -> dict[str, pa.Array]:
             "new_forward_min": pa.array(fewest, pa.int32()), "new_forward_max": pa.array(most, pa.int32())}
 
 
-def program_fields_of_file(path: str) -> dict[str, pa.Array]:
-    """`program_fields` of the batch (columns x, cut_bytes) in the Arrow IPC file `path`, which is deleted."""
-    with pa.memory_map(path) as source:
-        os.unlink(path)  # the mapping stays readable
-        batch = pa.ipc.open_file(source).get_batch(0)
-        return program_fields(batch.column("x"), batch.column("cut_bytes"))
+def program_fields_of_slot(path: str, size: int) -> dict[str, pa.Array]:
+    """`program_fields` of the batch (columns x, cut_bytes) in the slot file `path` (`handover.Slots`)."""
+    batch = read_slot(path, size)
+    return program_fields(batch.column("x"), batch.column("cut_bytes"))
 
 
 class FieldWorkers:
     """`submit(texts, cut_bytes)` -> a Future of `program_fields`; at most 2 batches per worker in flight, handed
-    over as files in `handover` (a folder in the build folder, removed by `close`)."""
+    over through as many slot files in `handover` (a folder in the build folder, removed by `close`)."""
 
     def __init__(self, workers: int, rows: int, handover: Path):
         self.pool = None
         self.handover = handover
+        self.in_flight: deque[Future] = deque()
+        self.limit = 2 * workers
+        self.slots: Slots | None = None
         if workers > 1 and rows >= PARALLEL_MIN_ROWS:
             self.pool = process_pool(workers)
             handover.mkdir()
-        self.in_flight: deque[Future] = deque()
-        self.limit = 2 * workers
-        self.sent = 0
+            self.slots = Slots(handover, self.limit)
 
     def submit(self, texts: pa.Array, cut_bytes: pa.Array) -> Future:
         if self.pool is None:
             done: Future = Future()
             done.set_result(program_fields(texts, cut_bytes))
             return done
-        while len(self.in_flight) >= self.limit:
+        while len(self.in_flight) >= self.limit:  # so the slot about to be written again has been read
             self.in_flight.popleft().result()
-        path = self.handover / f"{self.sent}.arrow"
-        self.sent += 1
-        batch = pa.record_batch([texts, cut_bytes], names=["x", "cut_bytes"])
-        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, batch.schema) as writer:
-            writer.write_batch(batch)
-        future = self.pool.submit(program_fields_of_file, str(path))
+        path, size = self.slots.write(pa.record_batch([texts, cut_bytes], names=["x", "cut_bytes"]))
+        future = self.pool.submit(program_fields_of_slot, path, size)
         self.in_flight.append(future)
         return future
 
@@ -88,4 +83,5 @@ class FieldWorkers:
         if self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.pool = None
-            shutil.rmtree(self.handover, ignore_errors=True)  # batches of cancelled or failed work
+            self.slots = None
+            shutil.rmtree(self.handover, ignore_errors=True)
