@@ -7,8 +7,9 @@
 #   $B export --corpus data/sample --rows 1000 --label present --exclude var/gpu/relabelled.jsonl --out var/gpu/sample_ok.jsonl
 #   $B export --corpus data/sample --rows 1000 --label null --exclude var/gpu/relabelled.jsonl --out var/gpu/sample_null.jsonl
 #   (var/gpu/relabelled.jsonl, if present: runs of sample rows already relabelled, left out)
-# then on the device, with var carried: scripts/gpu_session.sh 1|2|3 (results and summaries land in $OUT).
-#   1: environment; the 300 rows with 4 jobs per GPU (runs/min, GPU busy, verdicts, where the time went)
+# then on the device, with var carried: scripts/gpu_session.sh 1|1b|2|3 (results and summaries land in $OUT).
+#   1: environment; the 300 rows with 4 jobs per GPU (runs/min, GPU busy, verdicts, where the time went); one call
+#      holds ~270 of them at 30 runs/min: 1b, the next call, runs the rest
 #   2: GPU tests; the embedded sample's rows not yet relabelled under the default profile: those with a label one
 #      job at a time (their timings become labels), those labelled null (failures) with 4 jobs per GPU
 #   3: 40 correct rows of part 1 again with 4 jobs (run-to-run timing), 12 rows of part 1 one at a time (verdicts
@@ -36,6 +37,12 @@ case "${1:-}" in
   bench 565 run --programs var/gpu/sel300.jsonl --jobs-per-gpu 4 --budget-s 515 --out "$ST/b1"
   keep b1 overlap
   ;;
+1b)  # what part 1's budget left of the 300 rows, right after it (runs/min over 300 = rows / both elapsed_s)
+  step "the rest of the 300 rows, 4 jobs per GPU"
+  bench 565 run --programs var/gpu/sel300.jsonl --exclude "$ST/b1/results.jsonl" --jobs-per-gpu 4 --budget-s 515 \
+    --out "$ST/b1b"
+  keep b1b overlap_rest
+  ;;
 2)
   step "GPU tests"
   timeout 100 python3 -m pytest -q -m gpu tests/test_runner_gpu.py tests/test_reliability_sandbox.py -p no:cacheprovider 2>&1 | tail -8 | tee -a "$LOG"
@@ -59,6 +66,6 @@ case "${1:-}" in
   step "warm service re-run latency"
   timeout 60 "${BENCH[@]}" latency --programs "$ST/ok.jsonl" --results "$ST/b3/results.jsonl" --rows 3 --out "$ST/b5" 2>&1 | tail -12 | tee -a "$LOG"
   ;;
-*) echo "usage: $0 1|2|3" >&2; exit 2 ;;
+*) echo "usage: $0 1|1b|2|3" >&2; exit 2 ;;
 esac
 step "end"
