@@ -34,12 +34,11 @@ def evaluate_on_slot(program: str, spec: RunSpec, slot: Slot, *, result_id: str,
                                 triton_cache_dir=slot.triton_cache_dir, spares=max(2, slot.lanes))
     gpu = slot.visible_devices or ""
     gate = gate_for(gpu) if cuda else None
-    if gate is None or slot.lanes < 2:
-        return evaluate_in_sandbox(program, options, result_id=result_id, row_id=row_id, cancel=cancel, gate=gate)
-    jobs = occupancy_for(gpu)
+    jobs = occupancy_for(gpu) if gate is not None and slot.lanes > 1 else None
 
     def attempt(mode: str) -> RunResult:
-        held = jobs.acquire(mode, abort=cancel)  # False only once cancelled: the sandbox then ends at once
+        # False when cancelled while waiting: the sandbox then ends at once
+        held = jobs is not None and jobs.acquire(mode, abort=cancel)
         try:
             return evaluate_in_sandbox(program, options, result_id=result_id, row_id=row_id, cancel=cancel, gate=gate)
         finally:
@@ -47,7 +46,8 @@ def evaluate_on_slot(program: str, spec: RunSpec, slot: Slot, *, result_id: str,
                 jobs.release(mode)
 
     result = attempt(SHARED)
-    if result.error_type == ErrorType.OUT_OF_MEMORY and not (cancel is not None and cancel.is_set()):
+    cancelled = cancel is not None and cancel.is_set()
+    if jobs is not None and result.error_type == ErrorType.OUT_OF_MEMORY and not cancelled:
         result = attempt(EXCLUSIVE)
         result.flags.append(RERUN_ALONE_FLAG)
     return result

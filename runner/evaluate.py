@@ -114,27 +114,24 @@ class Evaluation:
         return self.device if self.options.inputs_device == "device" else "cpu"
 
     def make(self, factory: Callable[[], Any]) -> Callable[[], list[Any]]:
-        """`factory` (get_inputs or get_init_inputs) with the inputs' device as torch's default device, its
-        tensors then moved to the job's device (a program that names a device keeps it until then)."""
-        import torch
-
-        def made() -> list[Any]:
-            with torch.device(self.inputs_device):
-                values = factory()
-            return self.to_device(values)
-
-        return made
+        """`factory` (get_inputs or get_init_inputs) made on the inputs' device, its tensors then moved to the
+        job's device (a program that names a device keeps it until then)."""
+        return self._on_inputs_device(factory, self.to_device)
 
     def construct(self, cls: Any, init: list[Any]) -> Callable[[], Any]:
         """`cls(*init)` with its parameters made on the inputs' device, then moved to the job's device."""
+        return self._on_inputs_device(lambda: cls(*init), lambda model: model.to(self.device))
+
+    def _on_inputs_device(self, make: Callable[[], Any], move: Callable[[Any], Any]) -> Callable[[], Any]:
+        """A step that runs `make` with the inputs' device as torch's default device, then `move`s what it made."""
         import torch
 
-        def built() -> Any:
+        def step() -> Any:
             with torch.device(self.inputs_device):
-                model = cls(*init)
-            return model.to(self.device)
+                made = make()
+            return move(made)
 
-        return built
+        return step
 
     def build(self, module: Any) -> tuple[Any, Any]:
         seed = self.options.seed
@@ -288,12 +285,11 @@ def _cpu_threads() -> int:
 def method_record(options: EvalOptions, device: str, tf32: bool) -> dict[str, Any]:
     """The evaluation method stored with the result: profile, tolerances, flags, inputs, timing parameters."""
     profile = options.evaluation_profile
-    made_on = "cuda" if device == "cuda" and options.inputs_device == "device" else "cpu"
     atol, rtol = profile.tolerances("float32")
     by_dtype = {name: profile.tolerances(name)[0] for name in ("float32", "float64", "float16", "bfloat16")}
     return {
         "profile": profile.name, "atol": atol, "rtol": rtol, "tf32": tf32,
-        "inputs_device": made_on, "models_device": made_on,
+        "inputs_device": "cuda" if device == "cuda" and options.inputs_device == "device" else "cpu",
         "correctness": {"trials": options.trials, "seed": options.seed, "tolerance_by_dtype": by_dtype,
                         "tf32_forced_off": profile.tf32_off, "tolerance_ladder": list(LADDER)},
         "timing": timing.method_record(options.timing) if device == "cuda" else None,

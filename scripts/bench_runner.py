@@ -54,11 +54,16 @@ def export(args: argparse.Namespace) -> int:
             ys = table["y"].to_pylist() if "y" in table.column_names else [None] * table.num_rows
             rows += [(f"{split}/{i:06d}", x, y) for i, (x, y) in enumerate(zip(table["x"].to_pylist(), ys, strict=True))]
     chosen = sorted(random.Random(args.seed).sample(rows, min(args.rows, len(rows))))
-    leave_out = set(_by_id(args.exclude)) if args.exclude and args.exclude.is_file() else set()
+    leave_out = _done_ids(args.exclude)
     chosen = [(i, x, y) for i, x, y in chosen if i not in leave_out and _label_kept(y, args.label)]
     _write_programs(args.out, [(i, x) for i, x, _ in chosen])
     print(f"wrote {len(chosen)} of {len(rows)} rows to {args.out}")
     return 0
+
+
+def _done_ids(results: Path | None) -> set[str]:
+    """Row ids of a results file (`--exclude`); none when it is not given or does not exist yet."""
+    return set(_by_id(results)) if results is not None and results.is_file() else set()
 
 
 def _label_kept(y: float | None, label: str) -> bool:
@@ -126,9 +131,8 @@ def beyond_loops(r: dict) -> float | None:
 
 def run(args: argparse.Namespace) -> int:
     programs = load_programs(args.programs)[args.skip:args.skip + args.rows if args.rows else None]
-    if args.exclude and args.exclude.is_file():
-        done = _by_id(args.exclude)
-        programs = [(i, x) for i, x in programs if i not in done]
+    leave_out = _done_ids(args.exclude)
+    programs = [(i, x) for i, x in programs if i not in leave_out]
     spec = RunSpec.build(args.device, timeout_s=args.timeout, trials=args.trials, profile=args.profile)
     slots = make_slots(args.device, args.jobs_per_gpu, triton_cache_dir=str(args.out / "triton-cache"),
                        jobs_per_gpu=args.jobs_per_gpu)
