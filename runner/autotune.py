@@ -1,4 +1,4 @@
-"""Triton autotuning on a GPU shared by several jobs: configs compiled beside the other jobs, benchmarked alone.
+"""Triton autotuning in the runner: configs compiled beside the other jobs, benchmarked alone and briefly.
 
 Triton's autotuner benchmarks every config of a kernel (do_bench) the first time it meets a key. Beside other
 jobs' GPU work a slow config can win by chance, and the job's timing then settles 1.3-2x off from one run to the
@@ -13,25 +13,39 @@ a gate exchange per config, most with a compile inside (1,758 exclusive holds ov
 2. the same call holding the GPU alone: the autotuners benchmark the compiled configs back to back, in one
    exclusive hold; this call's output is the one compared.
 
+How long each config is benchmarked: Triton's default do_bench spends 25 ms warming up and 100 ms measuring per
+config, ~110 s of the GPU held alone over 272 real rows. An autotuner that leaves the benchmark to Triton (no
+`do_bench`, `warmup` or `rep` of its own) is benchmarked with `TimingOptions.autotune_warmup_ms` and
+`autotune_rep_ms` instead (None: Triton's defaults); one whose author chose a benchmark keeps it.
+
 `install()` wraps `Autotuner._bench` in the child (after importing triton); a Triton whose autotuner lacks
 `_bench` or `do_bench` benchmarks for real in the compile pass too, which is slower but still correct."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
 _compile_only = False
 _tuners: dict[int, Any] = {}  # the autotuners that ran in the current compile pass, by id
+_brief_bench: Callable[..., Any] | None = None  # do_bench for autotuners left at Triton's default benchmark
+_default_bench: Callable[..., Any] | None = None  # Triton's default (triton.testing.do_bench)
 
 
-def install() -> None:
-    """Make `Autotuner._bench` obey `compile_pass`; a second call wraps nothing twice."""
+def install(warmup_ms: float | None = None, rep_ms: float | None = None) -> None:
+    """Make `Autotuner._bench` obey `compile_pass` and benchmark default-benchmark autotuners for `warmup_ms` +
+    `rep_ms` per config (None: Triton's default for that one); a second call wraps nothing twice."""
+    global _brief_bench, _default_bench
     try:
         from triton.runtime.autotuner import Autotuner
+        from triton.testing import do_bench
     except ImportError:
         return
+    _default_bench = do_bench
+    lengths = {name: ms for name, ms in (("warmup", warmup_ms), ("rep", rep_ms)) if ms is not None}
+    _brief_bench = functools.partial(do_bench, **lengths) if lengths else None
     bench = getattr(Autotuner, "_bench", None)
     if callable(bench) and not getattr(bench, "_tlx_wrapped", False):
         Autotuner._bench = _obeying_compile_pass(bench)
@@ -44,14 +58,28 @@ def _run_once(kernel_call: Callable[[], Any], quantiles: Any = None, **_: Any) -
     return [1.0] * len(quantiles) if quantiles else 1.0
 
 
+def _benchmark_for(tuner: Any) -> Callable[..., Any] | None:
+    """The do_bench this tuner's config benchmark should use instead of its own; None: its own."""
+    if not (hasattr(type(tuner), "do_bench") or "do_bench" in tuner.__dict__):
+        return None
+    if _compile_only:
+        return _run_once
+    own = tuner.__dict__.get("do_bench", _default_bench)  # cached_property: Triton's default once asked for
+    if _brief_bench is not None and tuner.__dict__.get("_do_bench", 0) is None and own is _default_bench:
+        return _brief_bench  # the author chose no benchmark of their own
+    return None
+
+
 def _obeying_compile_pass(real: Callable[..., Any]) -> Callable[..., Any]:
     def bench(tuner: Any, *args: Any, **kwargs: Any) -> Any:
-        if not _compile_only or not (hasattr(type(tuner), "do_bench") or "do_bench" in tuner.__dict__):
+        substitute = _benchmark_for(tuner)
+        if substitute is None:
             return real(tuner, *args, **kwargs)
-        _tuners[id(tuner)] = tuner
+        if _compile_only:
+            _tuners[id(tuner)] = tuner
         had = "do_bench" in tuner.__dict__
         saved = tuner.__dict__.get("do_bench")
-        tuner.do_bench = _run_once
+        tuner.do_bench = substitute
         try:
             return real(tuner, *args, **kwargs)
         finally:

@@ -250,12 +250,14 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phas
         torch.set_num_threads(cuda_cpu_threads())
     import triton  # noqa: F401 - imported after TRITON_INTERPRET is settled
 
-    if device == "cuda" and gate is not NO_GATE:
+    if device == "cuda":
         from runner import autotune
+
+        autotune.install(options.timing.autotune_warmup_ms, options.timing.autotune_rep_ms)
+    if device == "cuda" and gate is not NO_GATE:
         from runner.gate import install_triton_hooks
 
         install_triton_hooks()
-        autotune.install()
 
     if device == "cpu":
         from runner import interpreter_compat

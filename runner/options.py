@@ -38,6 +38,10 @@ class TimingOptions:
     l2_flush: bool = True
     l2_flush_bytes: int = 256 * MIB
     method: str = "cuda_events"  # or "do_bench" (triton.testing.do_bench median, for cross-checks)
+    # Triton's autotuner benchmark per config, for autotuners that leave it to Triton (whose default is 25 ms of
+    # warm-up, 100 ms of measuring); None: Triton's default (`runner.autotune`)
+    autotune_warmup_ms: float | None = 5.0
+    autotune_rep_ms: float | None = 25.0
 
     def __post_init__(self) -> None:
         if self.min_trials < 1 or self.max_trials < self.min_trials:

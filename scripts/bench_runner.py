@@ -4,7 +4,7 @@
     python scripts/bench_runner.py export --corpus ../shared/data/realworld --rows 300 --seed 1 --out sel.jsonl
     # (--label present|null: only rows whose label y is present / null; --exclude R: not the rows of results R)
     # on the GPU machine: run them like `runner bulk` does (same LocalBackend, lanes sharing each GPU)
-    python scripts/bench_runner.py run --programs sel.jsonl --jobs-per-gpu 4 --out DIR [--budget-s 480]
+    python scripts/bench_runner.py run --programs sel.jsonl --jobs-per-gpu 4 --out DIR [--budget-s 480] [--shuffle 1]
     # compare two runs of the same rows: verdicts identical? timing differences for rows >= 50 us
     python scripts/bench_runner.py compare DIR1/results.jsonl DIR2/results.jsonl
     # rows of a finished run to run again: its correct rows >= 50 us (--correct), or any N rows
@@ -130,9 +130,12 @@ def beyond_loops(r: dict) -> float | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    programs = load_programs(args.programs)[args.skip:args.skip + args.rows if args.rows else None]
+    programs = load_programs(args.programs)
+    if args.shuffle:
+        random.Random(args.shuffle).shuffle(programs)
     leave_out = _done_ids(args.exclude)
-    programs = [(i, x) for i, x in programs if i not in leave_out]
+    programs = [(i, x) for i, x in programs[args.skip:args.skip + args.rows if args.rows else None]
+                if i not in leave_out]
     spec = RunSpec.build(args.device, timeout_s=args.timeout, trials=args.trials, profile=args.profile)
     slots = make_slots(args.device, args.jobs_per_gpu, triton_cache_dir=str(args.out / "triton-cache"),
                        jobs_per_gpu=args.jobs_per_gpu)
@@ -173,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
     summary = {
         "rows": len(programs), "runs": len(results), "elapsed_s": round(elapsed, 1),
         "runs_per_min": round(len(results) / elapsed * 60, 2), "interrupted": interrupted,
-        "jobs_per_gpu": args.jobs_per_gpu,
+        "jobs_per_gpu": args.jobs_per_gpu, "shuffle": args.shuffle,
         "profile": spec.profile, "timeout_s": spec.timeout_s,
         "verdicts": dict(Counter(r["error_type"] or "ok" for r in results).most_common()),
         "gpu_gates": gates_report(), "gpu_busy_fraction_smi": smi.stop(),
@@ -297,9 +300,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True)
     p = sub.add_parser("run")
     p.add_argument("--programs", type=Path, required=True)
-    p.add_argument("--skip", type=int, default=0, help="start at this row of the file")
+    p.add_argument("--skip", type=int, default=0, help="start at this row of the file (after --shuffle)")
     p.add_argument("--rows", type=int, default=0, help="at most N rows (0: all)")
     p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--shuffle", type=int, default=0, metavar="SEED",
+                   help="run the rows in this seeded random order (0: the file's order, which export sorts by id)")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     p.add_argument("--jobs-per-gpu", type=int, default=4, help="(with --device cpu: interpreter workers)")
     p.add_argument("--timeout", type=float, default=60.0)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The runner's GPU figures of BENCHMARKS.md on real programs, in three device calls of < 10 minutes each, made back
+# The runner's GPU figures of BENCHMARKS.md on real programs, in device calls of < 10 minutes each, made back
 # to back so that the machine stays warm (state in /tmp/tlx-gpu; a fresh machine has a cold Triton cache and no
 # pyarrow, so rows travel as JSON lines). Prepare here (python = the project's venv, PYTHONPATH=.):
 #   B="python scripts/bench_runner.py"
@@ -7,13 +7,14 @@
 #   $B export --corpus data/sample --rows 1000 --label present --exclude var/gpu/relabelled.jsonl --out var/gpu/sample_ok.jsonl
 #   $B export --corpus data/sample --rows 1000 --label null --exclude var/gpu/relabelled.jsonl --out var/gpu/sample_null.jsonl
 #   (var/gpu/relabelled.jsonl, if present: runs of sample rows already relabelled, left out)
-# then on the device, with var carried: scripts/gpu_session.sh 1|1b|2|3 (results and summaries land in $OUT).
-#   1: environment; the 300 rows with 4 jobs per GPU (runs/min, GPU busy, verdicts, where the time went); one call
-#      holds ~270 of them at 30 runs/min: 1b, the next call, runs the rest
+# then on the device, with var carried: [JOBS=N] scripts/gpu_session.sh c|1|1b|2|3 (results, summaries in $OUT).
+#   c: environment; the same 48 rows of the selection with 6, then 4 jobs per GPU (which JOBS to use)
+#   1: environment; the 300 rows, shuffled, with JOBS jobs per GPU (runs/min, GPU busy, verdicts, where the time
+#      went); one call holds ~270 of them at 30 runs/min: 1b, the next call, runs the rest
 #   2: GPU tests; the embedded sample's rows not yet relabelled under the default profile: those with a label one
 #      job at a time (their timings become labels), those labelled null (failures) with 4 jobs per GPU
-#   3: 40 correct rows of part 1 again with 4 jobs (run-to-run timing), 12 rows of part 1 one at a time (verdicts
-#      as with overlap?), what part 2 left of the sample, a warm service's re-run latency
+#   3: GPU tests; 40 correct rows of part 1 again with JOBS jobs (run-to-run timing), 12 rows of part 1 one at a
+#      time (verdicts as with overlap?), a warm service's re-run latency
 set -u
 export PYTHONUNBUFFERED=1
 OUTD=${OUT:-/tmp/tlx-out}; mkdir -p "$OUTD"
@@ -29,23 +30,39 @@ sample() {  # $1: seconds for the labelled rows one at a time; $2: for the null 
   bench $(($2 + 70)) run --programs var/gpu/sample_null.jsonl --exclude "$ST/n1/results.jsonl" --jobs-per-gpu 4 \
     --timeout 60 --budget-s "$2" --out "$ST/n${3:-1}"
 }
-case "${1:-}" in
-1)
+environment() {
   nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv | tee -a "$LOG"
   python3 -c "import torch, triton, sys, os; print('python', sys.version.split()[0], 'torch', torch.__version__, 'triton', triton.__version__, 'cpus', os.cpu_count())" | tee -a "$LOG"
-  step "300 rows, 4 jobs per GPU"
-  bench 565 run --programs var/gpu/sel300.jsonl --jobs-per-gpu 4 --budget-s 515 --out "$ST/b1"
+}
+gpu_tests() {
+  step "GPU tests"
+  timeout 100 python3 -m pytest -q -m gpu tests/test_runner_gpu.py tests/test_reliability_sandbox.py -p no:cacheprovider 2>&1 | tail -8 | tee -a "$LOG"
+}
+JOBS=${JOBS:-4}  # jobs per GPU of parts 1, 1b and 3
+SHUFFLE=(--shuffle 1)  # the selection in a seeded random order: sorted by id, its heaviest (level 3) rows come last
+case "${1:-}" in
+c)  # calibration: the same 48 rows of the selection with 6, then 4 jobs per GPU
+  environment
+  for j in 6 4; do
+    step "48 rows, $j jobs per GPU"
+    bench 130 run --programs var/gpu/sel300.jsonl "${SHUFFLE[@]}" --rows 48 --jobs-per-gpu $j --budget-s 100 --out "$ST/c$j"
+    keep c$j calib_jobs$j
+  done
+  ;;
+1)
+  environment
+  step "300 rows, $JOBS jobs per GPU"
+  bench 565 run --programs var/gpu/sel300.jsonl "${SHUFFLE[@]}" --jobs-per-gpu $JOBS --budget-s 515 --out "$ST/b1"
   keep b1 overlap
   ;;
 1b)  # what part 1's budget left of the 300 rows, right after it (runs/min over 300 = rows / both elapsed_s)
-  step "the rest of the 300 rows, 4 jobs per GPU"
-  bench 565 run --programs var/gpu/sel300.jsonl --exclude "$ST/b1/results.jsonl" --jobs-per-gpu 4 --budget-s 515 \
-    --out "$ST/b1b"
+  step "the rest of the 300 rows, $JOBS jobs per GPU"
+  bench 565 run --programs var/gpu/sel300.jsonl "${SHUFFLE[@]}" --exclude "$ST/b1/results.jsonl" --jobs-per-gpu $JOBS \
+    --budget-s 515 --out "$ST/b1b"
   keep b1b overlap_rest
   ;;
 2)
-  step "GPU tests"
-  timeout 100 python3 -m pytest -q -m gpu tests/test_runner_gpu.py tests/test_reliability_sandbox.py -p no:cacheprovider 2>&1 | tail -8 | tee -a "$LOG"
+  gpu_tests
   step "sample: labelled rows one at a time, null rows 4 jobs per GPU"
   sample 330 60
   keep s1 sample_ok; keep n1 sample_null
@@ -54,18 +71,16 @@ case "${1:-}" in
   P1=$ST/b1/results.jsonl; [ -f "$P1" ] || P1=var/gpu/overlap.jsonl
   "${BENCH[@]}" pick --programs var/gpu/sel300.jsonl --results "$P1" --correct --rows 40 --out "$ST/ok.jsonl"
   "${BENCH[@]}" pick --programs var/gpu/sel300.jsonl --results "$P1" --rows 12 --out "$ST/alone.jsonl"
-  step "correct rows again, 4 jobs per GPU"
-  bench 130 run --programs "$ST/ok.jsonl" --jobs-per-gpu 4 --budget-s 100 --out "$ST/b3"
+  gpu_tests
+  step "correct rows again, $JOBS jobs per GPU"
+  bench 130 run --programs "$ST/ok.jsonl" --jobs-per-gpu $JOBS --budget-s 100 --out "$ST/b3"
   keep b3 overlap_again
   step "12 rows one at a time"
   bench 120 run --programs "$ST/alone.jsonl" --jobs-per-gpu 1 --budget-s 90 --out "$ST/b4"
   keep b4 alone
-  step "what part 2 left of the sample"
-  sample 60 20 2
-  keep s2 sample_ok2; keep n2 sample_null2
   step "warm service re-run latency"
   timeout 60 "${BENCH[@]}" latency --programs "$ST/ok.jsonl" --results "$ST/b3/results.jsonl" --rows 3 --out "$ST/b5" 2>&1 | tail -12 | tee -a "$LOG"
   ;;
-*) echo "usage: $0 1|1b|2|3" >&2; exit 2 ;;
+*) echo "usage: [JOBS=N] $0 c|1|1b|2|3" >&2; exit 2 ;;
 esac
 step "end"

@@ -60,3 +60,46 @@ def test_compile_pass_compiles_each_config_once_and_forgets_the_choice():
     assert not out["do_bench_left"]  # the autotuner's own benchmark is back
     # outside a pass the autotuner benchmarked both configs (with the stand-in, which runs nothing) and ran its pick
     assert out["benchmarked_outside"] == 2 and out["ran_outside"] == ["16"]
+
+
+BRIEF_SCRIPT = r'''
+import json, os
+os.environ["TRITON_INTERPRET"] = "1"
+import torch, triton, triton.language as tl, triton.testing
+
+lengths = []
+def recording_do_bench(kernel_call, warmup=25, rep=100, quantiles=None, **_):
+    lengths.append([warmup, rep])
+    kernel_call()
+    return [1.0, 1.0, 1.0]
+
+triton.testing.do_bench = recording_do_bench  # stands for Triton's default benchmark (it needs a GPU)
+from runner import autotune
+
+autotune.install(5.0, 25.0)
+own = []
+CONFIGS = [triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32})]
+
+def kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+left_to_triton = triton.autotune(configs=CONFIGS, key=["n"])(triton.jit(kernel))
+authors_bench = triton.autotune(configs=CONFIGS, key=["n"],
+                                do_bench=lambda call, quantiles: (own.append(1), call(), [2.0] * 3)[2])(triton.jit(kernel))
+x = torch.zeros(64)
+for tuned in (left_to_triton, authors_bench):
+    tuned[lambda m: (triton.cdiv(64, m["BLOCK"]),)](x, 64)
+print(json.dumps({"lengths": lengths, "own": len(own), "left": "do_bench" in left_to_triton.__dict__}))
+'''
+
+
+def test_autotuners_left_to_triton_are_benchmarked_briefly_and_authors_benchmarks_kept():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", BRIEF_SCRIPT], capture_output=True, text=True, timeout=240,
+                          env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["lengths"] == [[5.0, 25.0], [5.0, 25.0]]  # both configs of the default-benchmark autotuner
+    assert out["own"] == 2  # the author's own benchmark ran for each config, not the brief one
+    assert not out["left"]  # the substitute is gone after tuning
