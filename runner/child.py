@@ -27,6 +27,7 @@ import time
 import traceback
 from typing import Any, BinaryIO
 
+from runner.classify import error_type_of
 from runner.gate import NO_GATE, ChildGate, install
 from runner.options import EvalOptions
 from runner.result import ErrorType, ExitCode, RunResult
@@ -206,8 +207,10 @@ def main(argv: list[str] | None = None) -> int:
     phases = Phases()
     try:
         verdict = _evaluate(spec["program"], options, channel, phases, gate)
-    except Exception as exc:  # a harness failure, reported as such
-        verdict = RunResult.failed(ErrorType.RUNTIME_ERROR, f"harness error: {type(exc).__name__}: {exc}",
+    except Exception as exc:  # a harness failure, reported as such (out of memory: as that, so it can be re-run)
+        kind = ErrorType.OUT_OF_MEMORY if error_type_of(exc, "harness") is ErrorType.OUT_OF_MEMORY else \
+            ErrorType.RUNTIME_ERROR
+        verdict = RunResult.failed(kind, f"harness error: {type(exc).__name__}: {exc}",
                                    flags=["harness_error"], exception=type(exc).__name__,
                                    traceback=traceback.format_exc()[-6000:])
     verdict.phases_s = phases.finish()

@@ -171,7 +171,7 @@ class Evaluation:
         for trial in range(n):
             seed = self.options.seed + 1 + trial
             inputs = self.inputs(module, seed)
-            clones = _cloned(inputs)
+            clones = self.guarded("correctness", "copying the inputs", _cloned, inputs)
             with torch.no_grad():
                 ref = self.guarded("correctness", f"Model forward (trial {trial + 1})", self._run, model, inputs)
                 alone = trial == 0 and self.compile_autotuned(new, clones)
@@ -197,11 +197,10 @@ class Evaluation:
 
         if self.gate is NO_GATE or not self.autotunes:
             return False
-        copies = _cloned(clones)
         devices = [torch.cuda.current_device()] if self.device == "cuda" else []
         with torch.random.fork_rng(devices=devices), autotune.compile_pass() as tuners:
-            self.guarded("correctness", "ModelNew forward (trial 1, compiling autotuned configs)", self._run, new,
-                         copies)
+            self.guarded("correctness", "ModelNew forward (trial 1, compiling autotuned configs)",
+                         lambda: self._run(new, _cloned(clones)))
         return bool(tuners)
 
     def record_outputs(self, records: list[OutputDiff], error_type: ErrorType) -> None:

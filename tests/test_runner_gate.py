@@ -243,6 +243,47 @@ def test_an_autotuning_program_compiles_shared_then_tunes_alone(monkeypatch, tmp
     assert ev.correct_trials == 2
 
 
+def test_input_copies_are_made_under_the_gate_and_running_out_of_memory_there_is_out_of_memory(monkeypatch,
+                                                                                                 tmp_path):
+    """Copying a trial's inputs is GPU work: it holds the shared gate (never beside another job's timing), and an
+    out-of-memory error while copying is the verdict `out_of_memory` (a job then runs again alone), not a
+    harness error."""
+    import torch
+
+    from runner import evaluate
+    from runner.evaluate import _Stop
+    from runner.result import ErrorType
+
+    held: list[str | None] = []
+    fake = FakeChildGate([])
+    real_cloned = evaluate._cloned
+
+    def recording_cloned(values):
+        held.append(fake.held)
+        return real_cloned(values)
+
+    class Module:
+        @staticmethod
+        def get_inputs():
+            return [torch.ones(4)]
+
+    monkeypatch.setattr(evaluate, "_cloned", recording_cloned)
+    ev = Evaluation(str(tmp_path / "p.py"), EvalOptions(device="cpu", trials=2), "cpu", lambda _s: None)
+    ev.gate = fake
+    ev.correctness(Module, lambda x: x * 2, lambda x: x * 2)
+    assert held == [SHARED, SHARED] and ev.correct_trials == 2
+
+    def no_memory(values):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 3.00 GiB")
+
+    monkeypatch.setattr(evaluate, "_cloned", no_memory)
+    ev = Evaluation(str(tmp_path / "p.py"), EvalOptions(device="cpu", trials=2), "cpu", lambda _s: None)
+    with pytest.raises(_Stop) as stop:
+        ev.correctness(Module, lambda x: x * 2, lambda x: x * 2)
+    assert stop.value.verdict.error_type == ErrorType.OUT_OF_MEMORY
+    assert "copying the inputs" in stop.value.verdict.message
+
+
 def test_gate_wait_does_not_count_against_the_timeout(tmp_path):
     """A job that waits for the gate (held elsewhere) longer than its whole timeout still gets its verdict."""
     gate = GpuGate()

@@ -165,3 +165,34 @@ def test_jobs_share_a_gpu_and_time_alone():
     tuned = [k for k in results[2].phases_s if k.startswith("correctness: ModelNew forward")]
     assert tuned[:2] == ["correctness: ModelNew forward (trial 1, compiling autotuned configs)",
                          "correctness: ModelNew forward (trial 1, autotuning alone)"], tuned
+
+
+def test_brief_autotune_benchmark_agrees_with_tritons():
+    """`runner.autotune.brief_do_bench` measures like triton.testing.do_bench, in less time, with at least
+    MIN_REPS measured calls of a slow call."""
+    import time
+
+    from triton.testing import do_bench
+
+    from runner.autotune import MIN_REPS, brief_do_bench
+
+    x = torch.randn(4096, 4096, device="cuda")
+    fast, calls = (lambda: x.mul_(1.0)), []
+
+    def slow():
+        calls.append(1)
+        torch.cuda._sleep(20_000_000)  # ~10 ms of GPU time (cycles)
+
+    q = (0.5, 0.2, 0.8)
+    for fn in (fast, slow):
+        t0 = time.perf_counter()
+        theirs = do_bench(fn, quantiles=q)
+        t1 = time.perf_counter()
+        ours = brief_do_bench(fn, quantiles=q, warmup_ms=5.0, rep_ms=25.0)
+        t2 = time.perf_counter()
+        assert ours[1] <= ours[0] <= ours[2]
+        assert abs(ours[0] - theirs[0]) <= 0.15 * theirs[0], (ours, theirs)
+        assert t2 - t1 < t1 - t0
+    calls.clear()
+    brief_do_bench(slow, quantiles=q, warmup_ms=5.0, rep_ms=25.0)
+    assert len(calls) >= MIN_REPS + 1 + 3  # the first call, the estimate, then at least MIN_REPS measured
