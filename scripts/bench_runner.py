@@ -33,6 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from runner.bulk_backends import LocalBackend, Task  # noqa: E402
+from runner.config import default_jobs_per_gpu  # noqa: E402
 from runner.gate import gates_report  # noqa: E402
 from runner.jobs import program_sha256  # noqa: E402
 from runner.result import RunResult  # noqa: E402
@@ -306,7 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shuffle", type=int, default=0, metavar="SEED",
                    help="run the rows in this seeded random order (0: the file's order, which export sorts by id)")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
-    p.add_argument("--jobs-per-gpu", type=int, default=4, help="(with --device cpu: interpreter workers)")
+    p.add_argument("--jobs-per-gpu", type=int, default=default_jobs_per_gpu(),
+                   help="(default: TLX_RUNNER_JOBS_PER_GPU's default; with --device cpu: interpreter workers)")
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--trials", type=int, default=None)
     p.add_argument("--profile", default=None)

@@ -38,7 +38,7 @@ gpu_tests() {
   step "GPU tests"
   timeout 100 python3 -m pytest -q -m gpu tests/test_runner_gpu.py tests/test_reliability_sandbox.py -p no:cacheprovider 2>&1 | tail -8 | tee -a "$LOG"
 }
-JOBS=${JOBS:-4}  # jobs per GPU of parts 1, 1b and 3
+JOBS=${JOBS:-6}  # jobs per GPU of parts 1, 1b and 3 (part c compares 6 and 4)
 SHUFFLE=(--shuffle 1)  # the selection in a seeded random order: sorted by id, its heaviest (level 3) rows come last
 case "${1:-}" in
 c)  # calibration: the same 48 rows of the selection with 6, then 4 jobs per GPU

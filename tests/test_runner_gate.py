@@ -356,3 +356,11 @@ def test_triton_hooks_wrap_compile_and_autotuner():
             else:
                 module.compile = real
         Autotuner._bench = saved[1]
+
+
+def test_jobs_per_gpu_follow_the_cores_unless_set():
+    from runner.config import JOBS_PER_GPU_ENV, RunnerConfig, default_jobs_per_gpu
+
+    assert [default_jobs_per_gpu(cores) for cores in (1, 2, 8, 16, 128)] == [1, 1, 4, 6, 6]
+    assert RunnerConfig.from_env({}).jobs_per_gpu == RunnerConfig().jobs_per_gpu == default_jobs_per_gpu()
+    assert RunnerConfig.from_env({JOBS_PER_GPU_ENV: "3"}).jobs_per_gpu == 3
