@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from runner import autotune
 from runner.options import TimingOptions
 from runner.result import Timing
 
@@ -268,4 +269,5 @@ def method_record(opts: TimingOptions) -> dict[str, Any]:
         "calibration_trials": CALIBRATION_TRIALS, "check_trials": SIDE_CHECK_TRIALS,
         "check_trials_min": MIN_SIDE_CHECK_TRIALS, "check_budget_s": SIDE_CHECK_BUDGET_S, "batch": CHECK_EVERY,
         "min_trials_after_min_time": MIN_TRIALS_AFTER_MIN_TIME,
-        "fallback": SOURCE_WALL}, "launch_bound_rule": {"host_call_fraction_of_median": LAUNCH_BOUND_FRACTION}}
+        "fallback": SOURCE_WALL}, "launch_bound_rule": {"host_call_fraction_of_median": LAUNCH_BOUND_FRACTION},
+        "autotune_min_reps": autotune.MIN_REPS}
