@@ -207,18 +207,23 @@ def main(argv: list[str] | None = None) -> int:
     phases = Phases()
     try:
         verdict = _evaluate(spec["program"], options, channel, phases, gate)
-    except Exception as exc:  # a harness failure, reported as such (out of memory: as that, so it can be re-run)
-        kind = ErrorType.OUT_OF_MEMORY if error_type_of(exc, "harness") is ErrorType.OUT_OF_MEMORY else \
-            ErrorType.RUNTIME_ERROR
-        verdict = RunResult.failed(kind, f"harness error: {type(exc).__name__}: {exc}",
-                                   flags=["harness_error"], exception=type(exc).__name__,
-                                   traceback=traceback.format_exc()[-6000:])
+    except Exception as exc:
+        verdict = harness_failure(exc)
     verdict.phases_s = phases.finish()
     try:
         channel.send({"event": "result", "key": channel.key, "result": verdict.to_dict()})
     except OSError:
         return ExitCode.NO_CHANNEL
     return ExitCode.VERDICT
+
+
+def harness_failure(exc: Exception) -> RunResult:
+    """The verdict when the harness itself fails: a runtime error flagged `harness_error`, but out of memory is
+    `out_of_memory` (beside other jobs, the job is then run again alone: `runner.cancellable`)."""
+    oom = error_type_of(exc, "harness") is ErrorType.OUT_OF_MEMORY
+    return RunResult.failed(ErrorType.OUT_OF_MEMORY if oom else ErrorType.RUNTIME_ERROR,
+                            f"harness error: {type(exc).__name__}: {exc}", flags=["harness_error"],
+                            exception=type(exc).__name__, traceback=traceback.format_exc()[-6000:])
 
 
 def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phases, gate: ChildGate) -> RunResult:

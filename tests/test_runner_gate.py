@@ -284,6 +284,18 @@ def test_input_copies_are_made_under_the_gate_and_running_out_of_memory_there_is
     assert "copying the inputs" in stop.value.verdict.message
 
 
+def test_a_harness_failure_is_a_runtime_error_unless_out_of_memory():
+    import torch
+
+    from runner.child import harness_failure
+    from runner.result import ErrorType
+
+    oom = harness_failure(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 3.00 GiB"))
+    other = harness_failure(KeyError("x"))
+    assert (oom.error_type, other.error_type) == (ErrorType.OUT_OF_MEMORY, ErrorType.RUNTIME_ERROR)
+    assert oom.flags == other.flags == ["harness_error"] and oom.message.startswith("harness error: OutOfMemoryError")
+
+
 def test_gate_wait_does_not_count_against_the_timeout(tmp_path):
     """A job that waits for the gate (held elsewhere) longer than its whole timeout still gets its verdict."""
     gate = GpuGate()
