@@ -15,10 +15,10 @@ a gate exchange per config, most with a compile inside (1,758 exclusive holds ov
 
 How long each config is benchmarked: Triton's default do_bench spends 25 ms warming up and 100 ms measuring per
 config, ~110 s of the GPU held alone over 272 real rows. An autotuner that leaves the benchmark to Triton (no
-`do_bench`, `warmup` or `rep` of its own) is benchmarked by `brief_do_bench` instead: do_bench's method (L2
-cleared before each call, CUDA events, the quantiles asked for) over `TimingOptions.autotune_warmup_ms` and
-`autotune_rep_ms`, but never fewer than `MIN_REPS` measured calls (do_bench measures a 16 ms config once in 25 ms,
-and a run on another machine then picked a config 13% slower). One whose author chose a benchmark keeps it.
+`do_bench`, `warmup` or `rep` of its own) is benchmarked by `runner.timing.brief_do_bench` instead: do_bench's
+method (L2 cleared before each call, CUDA events, the quantiles asked for) over `TimingOptions.autotune_warmup_ms`
+and `autotune_rep_ms`, but never fewer than `AUTOTUNE_MIN_REPS` measured calls (do_bench measures a 16 ms config
+once in 25 ms, and a run on another machine then picked a config 13% slower). One whose author chose a benchmark keeps it.
 
 `install()` wraps `Autotuner._bench` in the child (after importing triton); a Triton whose autotuner lacks
 `_bench` or `do_bench` benchmarks for real in the compile pass too, which is slower but still correct."""
@@ -29,10 +29,6 @@ import contextlib
 import functools
 from collections.abc import Callable, Iterator
 from typing import Any
-
-MIN_REPS = 5  # measured calls per config, however slow (Triton's default measures 100 ms: 6 of a 16 ms config)
-ESTIMATE_CALLS = 3  # calls that estimate a config's time (they warm up too)
-FLUSH_BYTES = 256 << 20  # written before each measured call, as do_bench does, so that L2 starts cold
 
 _compile_only = False
 _tuners: dict[int, Any] = {}  # the autotuners that ran in the current compile pass, by id
@@ -49,45 +45,14 @@ def install(warmup_ms: float | None = None, rep_ms: float | None = None) -> None
         from triton.testing import do_bench
     except ImportError:
         return
+    from runner.timing import brief_do_bench
+
     _default_bench = do_bench
     brief = warmup_ms is not None and rep_ms is not None
     _brief_bench = functools.partial(brief_do_bench, warmup_ms=warmup_ms, rep_ms=rep_ms) if brief else None
     bench = getattr(Autotuner, "_bench", None)
     if callable(bench) and not getattr(bench, "_tlx_wrapped", False):
         Autotuner._bench = _obeying_compile_pass(bench)
-
-
-def brief_do_bench(kernel_call: Callable[[], Any], quantiles: Any = None, *, warmup_ms: float,
-                   rep_ms: float) -> Any:
-    """triton.testing.do_bench's measurement over `warmup_ms` + `rep_ms` of calls, at least MIN_REPS measured:
-    the quantiles asked for (the autotuner's: median, 20%, 80%) of per-call times in ms, else their mean."""
-    import torch
-
-    flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
-    kernel_call()
-    torch.cuda.synchronize()
-    first, last = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    first.record()
-    for _ in range(ESTIMATE_CALLS):
-        flush.zero_()
-        kernel_call()
-    last.record()
-    torch.cuda.synchronize()
-    estimate_ms = max(first.elapsed_time(last) / ESTIMATE_CALLS, 1e-3)
-    for _ in range(int(warmup_ms / estimate_ms)):
-        kernel_call()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(max(MIN_REPS, int(rep_ms / estimate_ms)))]
-    for start, end in events:
-        flush.zero_()
-        start.record()
-        kernel_call()
-        end.record()
-    torch.cuda.synchronize()
-    times = torch.tensor([start.elapsed_time(end) for start, end in events], dtype=torch.float)
-    if quantiles:
-        return torch.quantile(times, torch.tensor(quantiles, dtype=torch.float)).tolist()
-    return times.mean().item()
 
 
 def _run_once(kernel_call: Callable[[], Any], quantiles: Any = None, **_: Any) -> Any:

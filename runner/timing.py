@@ -24,7 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from runner import autotune
 from runner.options import TimingOptions
 from runner.result import Timing
 
@@ -37,6 +36,8 @@ SIDE_CHECK_BUDGET_S = 0.25
 MIN_TRIALS_AFTER_MIN_TIME = 10
 SIDE_STREAM_MIN_MS = 0.05  # wall - event - overhead above max(this, SIDE_STREAM_FRACTION * event): suspect
 SIDE_STREAM_FRACTION = 0.5
+AUTOTUNE_MIN_REPS = 5  # measured calls per autotune config, however slow (Triton's 100 ms: 6 of a 16 ms config)
+AUTOTUNE_ESTIMATE_CALLS = 3  # calls that estimate a config's time (they warm up too)
 LAUNCH_BOUND_FRACTION = 0.9  # host launch time of a call / its GPU time at or above which it is launch-bound
 # (on an H200, GPU-bound rows measured at most 0.7, the rows whose timings moved 15-45% between runs 1.04-1.6)
 DO_BENCH_FLAG = "timing_do_bench"  # on results timed by the do_bench cross-check
@@ -178,6 +179,24 @@ def _batched_events(fn: Callable[[], Any], flush: Any, k: int, host_ms: list[flo
     return [_elapsed(start, end) for start, end in pairs]
 
 
+def brief_do_bench(fn: Callable[[], Any], quantiles: Any = None, *, warmup_ms: float, rep_ms: float) -> Any:
+    """The autotuner's config benchmark (`runner.autotune`): triton.testing.do_bench's measurement (L2 flushed
+    before each call, CUDA events) over `warmup_ms` + `rep_ms` of calls, at least AUTOTUNE_MIN_REPS measured: the
+    quantiles asked for (the autotuner's: median, 20%, 80%) of per-call times in ms, else their mean."""
+    import torch
+
+    flush = _flush_buffer(TimingOptions())
+    fn()
+    _sync()
+    estimate_ms = max(statistics.fmean(_batched_events(fn, flush, AUTOTUNE_ESTIMATE_CALLS, [])), 1e-3)
+    for _ in range(int(warmup_ms / estimate_ms)):
+        fn()
+    times = _batched_events(fn, flush, max(AUTOTUNE_MIN_REPS, int(rep_ms / estimate_ms)), [])
+    if quantiles:
+        return torch.quantile(torch.tensor(times), torch.tensor(quantiles, dtype=torch.float)).tolist()
+    return statistics.fmean(times)
+
+
 def launch_bound(event_median_ms: float, host_call_median_ms: float | None) -> bool:
     """The host needs about as long to launch the call as the GPU needs to run it: the GPU waits
     for the host between kernels, so the time measures Python and launch overhead as much as the kernels, and
@@ -270,4 +289,4 @@ def method_record(opts: TimingOptions) -> dict[str, Any]:
         "check_trials_min": MIN_SIDE_CHECK_TRIALS, "check_budget_s": SIDE_CHECK_BUDGET_S, "batch": CHECK_EVERY,
         "min_trials_after_min_time": MIN_TRIALS_AFTER_MIN_TIME,
         "fallback": SOURCE_WALL}, "launch_bound_rule": {"host_call_fraction_of_median": LAUNCH_BOUND_FRACTION},
-        "autotune_min_reps": autotune.MIN_REPS}
+        "autotune_min_reps": AUTOTUNE_MIN_REPS}

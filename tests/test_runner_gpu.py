@@ -168,13 +168,14 @@ def test_jobs_share_a_gpu_and_time_alone():
 
 
 def test_brief_autotune_benchmark_agrees_with_tritons():
-    """`runner.autotune.brief_do_bench` measures like triton.testing.do_bench, in less time, with at least
+    """`runner.timing.brief_do_bench` measures like triton.testing.do_bench, in less time, with at least
     MIN_REPS measured calls of a slow call."""
     import time
 
     from triton.testing import do_bench
 
-    from runner.autotune import MIN_REPS, brief_do_bench
+    from runner.timing import AUTOTUNE_MIN_REPS as MIN_REPS
+    from runner.timing import brief_do_bench
 
     x = torch.randn(4096, 4096, device="cuda")
     fast, calls = (lambda: x.mul_(1.0)), []
