@@ -23,9 +23,9 @@ import duckdb
 import pyarrow as pa
 
 from common.errors import TlxError
+from common.settings import load_settings
 from queries import console_pool
 from queries.db import Database, QueryTimeout
-from queries.settings import load_settings
 from queries.store import StoreError
 
 MAX_SQL_CHARS = 20_000

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TlxError
-from queries.settings import REPO_ROOT
+from common.settings import REPO_ROOT
 
 MAX_WORKERS = 2
 MAX_IDLE = 4

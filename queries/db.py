@@ -18,8 +18,8 @@ import duckdb
 import pyarrow as pa
 
 from common.errors import TlxError
+from common.settings import Settings, load_settings
 from queries.results import load_run_results, results_signature
-from queries.settings import Settings, load_settings
 from queries.sql_files import sql_text
 from queries.store import INDEX_SCHEMA, Store, StoreError
 

@@ -1,4 +1,4 @@
-"""Run results (`ROOT/results/*.jsonl`, read by `runner.results_log.LogReader`) as one flat Arrow table.
+"""Run results (`ROOT/results/*.jsonl`, read by `common.results_log.LogReader`) as one flat Arrow table.
 
 The roots are the runner's `RUNS_DIR` and the store itself (runs published with a store, e.g. the sample's).
 Lines that are not JSON objects are skipped and counted; a missing folder gives an empty table with the same
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from runner.results_log import LogReader, results_files
+from common.results_log import LogReader, results_files
 
 RUNS_SCHEMA = pa.schema(
     [

@@ -15,7 +15,7 @@ from runner.result import RunResult
 from runner.spec_args import add_spec_arguments, spec_fields
 
 # subcommand -> module exposing add_arguments(parser) and main(args) -> int, imported only when used
-LAZY = {"serve": "runner.service", "submit": "runner.client", "bulk": "runner.bulk"}
+LAZY = {"serve": "runner.service.app", "submit": "runner.service.client", "bulk": "runner.bulk.command"}
 HELP = {"serve": "run the local runner service", "submit": "send a job to the runner service",
         "bulk": "re-run many rows of a store"}
 
@@ -62,7 +62,7 @@ def eval_main(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from runner.sandbox import evaluate_in_sandbox
+    from runner.pool.sandbox import evaluate_in_sandbox
 
     result_id = "sha256:" + hashlib.sha256(program.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
     result = evaluate_in_sandbox(program, options, result_id=result_id)
@@ -90,7 +90,7 @@ def exit_now(code: int) -> None:
     """End the command without the interpreter's teardown of pyarrow, duckdb and friends (seconds on a loaded
     host, which a Ctrl-C'd bulk run would spend after its summary): everything it wrote is closed and fsync'd
     by then; streams are flushed and pre-warmed sandbox children killed here."""
-    from runner.launch import close_spares
+    from runner.pool.spares import close_spares
 
     close_spares()
     for stream in (sys.stdout, sys.stderr):

@@ -4,7 +4,7 @@
 |---|---|---|
 | `TLX_RUNNER_URL` | the service the explorer and `submit` talk to | `http://127.0.0.1:8765` |
 | `TLX_RUNNER_TOKEN` | the service's bearer token | none (a loopback service makes one) |
-| `TLX_RUNNER_JOBS_PER_GPU` | jobs sharing one GPU through their CPU-bound stages (`runner.gate`) | min(6, cores / 2) |
+| `TLX_RUNNER_JOBS_PER_GPU` | jobs sharing one GPU through their CPU-bound stages (`runner.pool.gate`) | min(6, cores / 2) |
 | `TLX_RUNNER_PREWARM` | `0`/`false`/`no`/`off`: no pre-warmed spare children | on |
 | `TLX_RUNNER_CPU_THREADS` | torch CPU threads in a CUDA job (read inside the child) | min(4, cores / 4) |
 
@@ -60,5 +60,5 @@ class RunnerConfig:
         )
 
     def child_cpu_threads(self) -> int:
-        """Torch's CPU threads in a CUDA job: a few (see `runner.child.cuda_cpu_threads`)."""
+        """Torch's CPU threads in a CUDA job: a few (see `runner.child.main.cuda_cpu_threads`)."""
         return self.cpu_threads or max(1, min(4, (os.cpu_count() or 1) // 4))

@@ -1,7 +1,7 @@
 """Options of one evaluation (`EvalOptions`) with KernelBench's defaults; serialisable for the child process.
 
 What a submitter chooses (device, timeout, trials, profile, tolerances, where inputs are made) travels as a
-`runner.run_keys.RunSpec`; `EvalOptions` adds where the job runs (GPU, cache, limits) and the timing method."""
+`runner.spec.RunSpec`; `EvalOptions` adds where the job runs (GPU, cache, limits) and the timing method."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ class TimingOptions:
     """Adaptive CUDA-event timing: stop after min_trials once the relative standard error of the median is
     below target_rel_err, or when time_budget_s is spent, or at max_trials. A slow call (tens of ms) may stop
     before min_trials: once min_time_s was spent in timed trials, 10 trials with a tight median are enough
-    (`runner.timing.MIN_TRIALS_AFTER_MIN_TIME`). warmup follows KernelBench (3). On an H200 pass over 300 real
+    (`runner.child.timing.MIN_TRIALS_AFTER_MIN_TIME`). warmup follows KernelBench (3). On an H200 pass over 300 real
     rows the 29 timed models of >= 25 ms took half of all timing (158 of 322 s, 20 trials and 5 side checks each),
     the GPU held alone throughout: the floors were halved (10 trials after min_time_s = 0.25 s, 3 side checks);
     the medians' 1% target still decides when to stop (BENCHMARKS.md)."""
@@ -39,7 +39,7 @@ class TimingOptions:
     l2_flush_bytes: int = 256 * MIB
     method: str = "cuda_events"  # or "do_bench" (triton.testing.do_bench median, for cross-checks)
     # Triton's autotuner benchmark per config, for autotuners that leave it to Triton (whose default is 25 ms of
-    # warm-up, 100 ms of measuring); None: Triton's default (`runner.autotune`)
+    # warm-up, 100 ms of measuring); None: Triton's default (`runner.child.autotune`)
     autotune_warmup_ms: float | None = 5.0
     autotune_rep_ms: float | None = 25.0
 
@@ -68,7 +68,7 @@ class EvalOptions:
     triton_cache_dir: str | None = None  # None: fresh per job; else shared, one subfolder per program sha256
     visible_devices: str | None = None  # CUDA_VISIBLE_DEVICES for the job; None keeps the parent's
     work_root: str | None = None  # where job temp dirs are made; None: the system temp dir
-    write_roots: tuple[str, ...] = ()  # folders besides the job's own where the program may write (runner.guard)
+    write_roots: tuple[str, ...] = ()  # folders besides the job's own where the program may write (runner.child.guard)
     prewarm: bool = True  # keep a spare child with torch/triton imported for the next job (TLX_RUNNER_PREWARM=0: off)
     spares: int = 2  # spares kept for this configuration: a spare's warm-up (imports, CUDA context, cuDNN, a Triton
     # compile) outlasts a short job; jobs sharing a GPU want one each

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from runner.fields import refuse_unknown
 
 if TYPE_CHECKING:
-    from runner.run_keys import RunSpec
+    from runner.spec import RunSpec
 
 
 class ErrorType(StrEnum):
@@ -34,7 +34,7 @@ class ErrorType(StrEnum):
 
 
 class ExitCode(IntEnum):
-    """Exit status of the child process (`runner.child`)."""
+    """Exit status of the child process (`runner.child.main`)."""
 
     VERDICT = 0  # a verdict was written to the result channel, whatever it is
     USAGE = 2  # bad command line / spec

@@ -28,8 +28,8 @@ def resolve_store(store: Path | None) -> Path:
     """`store` as given, else `TLX_STORE`, else the embedded sample store (built on first use)."""
     if store is not None:
         return Path(store).expanduser()
+    from common.settings import load_settings
     from queries.ingest import ensure_sample_store
-    from queries.settings import load_settings
     from queries.store import StoreError
 
     try:

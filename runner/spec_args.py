@@ -1,5 +1,5 @@
 """The run-settings options shared by `runner eval`, `submit` and `bulk`: --timeout, --trials, --profile, --atol,
---rtol, --inputs-on-cpu (`runner.run_keys.RunSpec`)."""
+--rtol, --inputs-on-cpu (`runner.spec.RunSpec`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from runner import profiles
-from runner.run_keys import RunSpec
+from runner.spec import RunSpec
 
 
 def add_spec_arguments(parser: argparse.ArgumentParser) -> None:

@@ -32,14 +32,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from runner.bulk_backends import LocalBackend, Task  # noqa: E402
+from runner.bulk.backends import LocalBackend, Task  # noqa: E402
 from runner.config import default_jobs_per_gpu  # noqa: E402
-from runner.gate import gates_report  # noqa: E402
-from runner.jobs import program_sha256  # noqa: E402
+from runner.pool.gate import gates_report  # noqa: E402
+from runner.pool.sandbox import close_spares  # noqa: E402
 from runner.result import RunResult  # noqa: E402
-from runner.run_keys import RunSpec  # noqa: E402
-from runner.sandbox import close_spares  # noqa: E402
-from runner.workers import make_slots  # noqa: E402
+from runner.service.jobs import program_sha256  # noqa: E402
+from runner.service.workers import make_slots  # noqa: E402
+from runner.spec import RunSpec  # noqa: E402
 
 BIG_MS = 0.05  # rows at or above this median are held to the run-to-run targets
 
@@ -245,7 +245,7 @@ def latency(args: argparse.Namespace) -> int:
     import os
     import secrets
 
-    from runner.client import RunnerClient
+    from runner.service.client import RunnerClient
 
     done = _by_id(args.results)
     programs = dict(load_programs(args.programs))

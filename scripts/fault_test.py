@@ -30,9 +30,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from runner.client import RunnerClient  # noqa: E402
-from runner.jobs import JobStore  # noqa: E402
-from runner.results_log import read_results  # noqa: E402
+from common.results_log import read_results  # noqa: E402
+from runner.service.client import RunnerClient  # noqa: E402
+from runner.service.jobs import JobStore  # noqa: E402
 
 TOKEN = "fault-test-token-0123456789"
 

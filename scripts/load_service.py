@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from runner.results_log import read_results  # noqa: E402
+from common.results_log import read_results  # noqa: E402
 from scripts.fault_test import TOKEN, Service, tiny_program  # noqa: E402
 from scripts.load_common import percentile, run_clients  # noqa: E402
 

@@ -31,7 +31,7 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 from sample_programs import all_problems  # noqa: E402
 from sample_programs.variants import Candidate, build_candidates  # noqa: E402
 
-from runner.timing import DO_BENCH_FLAG  # noqa: E402
+from runner.child.timing import DO_BENCH_FLAG  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "data" / "sample"
 SEED = 20240611

@@ -18,8 +18,8 @@ from urllib.parse import urlparse
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from common.settings import load_settings  # noqa: E402
 from queries.ingest import ensure_sample_store  # noqa: E402
-from queries.settings import load_settings  # noqa: E402
 
 
 def _wait_healthy(url: str, proc: subprocess.Popen, seconds: float = 30.0) -> bool:

@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from runner.bulk import add_arguments, done_counts, select_rows
-from runner.results_log import ResultsLog, read_results
-from runner.run_keys import RunSpec
+from common.results_log import ResultsLog, read_results
+from runner.bulk.command import add_arguments, done_counts, select_rows
+from runner.spec import RunSpec
 from tests.fixtures import program
 
 REPO = Path(__file__).resolve().parent.parent
@@ -27,7 +27,7 @@ WRONG = GOOD.replace("tl.maximum(x, 0.0)", "x")
 SEGFAULT = GOOD.replace("    def forward(self, x):\n        out", "    def forward(self, x):\n"
                         "        import os, signal; os.kill(os.getpid(), signal.SIGSEGV)\n        out")
 SLOW = GOOD.replace("def get_inputs():", "def get_inputs():\n    import time; time.sleep(30)")
-# through libc: runner.guard refuses os.kill outside the job's group, but not a direct system call
+# through libc: runner.child.guard refuses os.kill outside the job's group, but not a direct system call
 KILLS_ITS_WORKER = GOOD.replace("def get_inputs():", "def get_inputs():\n"
                                 "    import ctypes, os, signal; ctypes.CDLL(None).kill(os.getppid(), signal.SIGKILL)")
 
@@ -142,8 +142,8 @@ def test_ctrl_c_loses_only_the_task_in_flight(tmp_path):
 
 
 def sandbox_children_in(folder: Path) -> list[int]:
-    """Live `runner.child` processes whose working directory (their sandbox folder) is inside `folder`."""
-    found = subprocess.run(["pgrep", "-f", "runner.child"], capture_output=True, text=True).stdout.split()
+    """Live `runner.child.main` processes whose working directory (their sandbox folder) is inside `folder`."""
+    found = subprocess.run(["pgrep", "-f", "runner.child.main"], capture_output=True, text=True).stdout.split()
     pids = []
     for pid in map(int, found):
         try:

@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from common.settings import REPO_ROOT, load_settings
 from queries.ingest import IngestError, ensure_sample_store, ingest
-from queries.settings import REPO_ROOT, load_settings
 from queries.store import Store, StoreError
 from tests.fixtures import PROBLEM_IDS, TEST, TRAIN, program, write_fixture_shard
 

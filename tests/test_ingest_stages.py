@@ -17,12 +17,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from common.settings import REPO_ROOT
 from queries import db
 from queries.ingest import ingest, sample_files
 from queries.ingest.handover import Slots, read_slot
 from queries.ingest.syntax_check import SyntaxCheckError, check_syntax
 from queries.parse import parse_program
-from queries.settings import REPO_ROOT
 from queries.store import Store
 from queries.text_rules import (
     WHITESPACE,
@@ -32,7 +32,7 @@ from queries.text_rules import (
     model_new_forward,
     program_candidate_key,
 )
-from runner.jobs import program_sha256 as runner_program_sha256
+from runner.service.jobs import program_sha256 as runner_program_sha256
 from tests.fixtures import REFERENCE, program
 
 RELU_REF = REFERENCE.format(doc="Simple model that performs a ReLU activation.", expr="torch.relu(x)", n=64)

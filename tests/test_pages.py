@@ -412,7 +412,7 @@ def test_tables_lead_with_titles_hide_hashes_and_count_in_words(env, ui_store):
 
 
 def test_failures_page_queues_unmeasured_rows_on_the_runner(env, ui_store, runner):
-    from runner.client import RunnerClient
+    from runner.service.client import RunnerClient
 
     url, token, runs = runner
     env(ui_store, TLX_RUNNER_URL=url, TLX_RUNNER_TOKEN=token, TLX_RUNS_DIR=str(runs))

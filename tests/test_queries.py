@@ -259,7 +259,7 @@ def test_bulk_selects_the_rows_the_failures_page_counts(fixture_store, tmp_path)
     import argparse
     import shutil
 
-    from runner.bulk import add_arguments, select_rows
+    from runner.bulk.command import add_arguments, select_rows
 
     store = tmp_path / "store"
     shutil.copytree(fixture_store, store)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from runner.results_log import read_results
+from common.results_log import read_results
 from scripts.fault_test import Service, kill_and_recover
 from tests.programs import hostile_program
 

@@ -1,4 +1,4 @@
-"""`runner.autotune` with Triton's real autotuner, through the interpreter in a fresh process (TRITON_INTERPRET
+"""`runner.child.autotune` with Triton's real autotuner, through the interpreter in a fresh process (TRITON_INTERPRET
 must be set before kernels are decorated): in a compile pass every config compiles and runs once and nothing is
 benchmarked; after it the autotuner's choice is forgotten; outside a pass the real benchmark runs."""
 
@@ -17,7 +17,7 @@ import json, os
 os.environ["TRITON_INTERPRET"] = "1"
 import torch, triton, triton.language as tl
 from triton.runtime.autotuner import Autotuner
-from runner import autotune
+from runner.child import autotune
 
 autotune.install()
 ran = []
@@ -66,7 +66,7 @@ BRIEF_SCRIPT = r'''
 import json, os
 os.environ["TRITON_INTERPRET"] = "1"
 import torch, triton, triton.language as tl
-from runner import autotune
+from runner.child import autotune
 
 autotune.install(5.0, 25.0)
 installed = dict(autotune._brief_bench.keywords)

@@ -16,15 +16,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from runner import compare
-from runner.classify import classify, error_type_of
-from runner.compare import compare_outputs
-from runner.evaluate import Evaluation, apply_backend_flags, method_record
-from runner.launch import POOL
+from runner.child import compare
+from runner.child.classify import classify, error_type_of
+from runner.child.compare import compare_outputs
+from runner.child.evaluate import Evaluation, apply_backend_flags, method_record
+from runner.child.timing import SOURCE_EVENTS, SOURCE_WALL, decide, launch_bound, rel_err_of_median, summarize
 from runner.options import GIB, EvalOptions
+from runner.pool.sandbox import close_spares, evaluate_in_sandbox
+from runner.pool.spares import POOL
 from runner.result import ErrorType, RunResult, Timing
-from runner.sandbox import close_spares, evaluate_in_sandbox
-from runner.timing import SOURCE_EVENTS, SOURCE_WALL, decide, launch_bound, rel_err_of_median, summarize
 from tests.programs import runner_program
 
 REPO = Path(__file__).resolve().parent.parent
@@ -68,7 +68,7 @@ ORPHAN_PARENT = '''
 import os
 import sys
 from runner.options import EvalOptions
-from runner.sandbox import evaluate_in_sandbox
+from runner.pool.sandbox import evaluate_in_sandbox
 evaluate_in_sandbox(sys.argv[1], EvalOptions(device="cpu", timeout_s=120, work_root=sys.argv[2],
                                              write_roots=(os.path.dirname(sys.argv[2]),)), result_id="o")
 '''
@@ -166,7 +166,7 @@ def verdicts(tmp_path_factory) -> dict[str, object]:
             return name, evaluate_in_sandbox(program, options(work_root=str(work), triton_cache_dir=str(shared)),
                                              result_id=name)
         program, timeout = jobs[name]
-        side_channel = (str(pid_file.parent),)  # where "grandchild" writes its pid (runner.guard refuses others)
+        side_channel = (str(pid_file.parent),)  # where "grandchild" writes its pid (runner.child.guard refuses others)
         return name, evaluate_in_sandbox(program, options(timeout_s=timeout, work_root=str(work),
                                                           write_roots=side_channel), result_id=name)
 
@@ -364,7 +364,7 @@ def test_profiles_set_tolerance_and_flags():
 
 
 def test_run_spec_settings_and_key():
-    from runner.run_keys import RunSpec
+    from runner.spec import RunSpec
 
     spec = RunSpec("cuda")
     assert (spec.profile, spec.atol, spec.inputs_device) == ("kernelbench", None, "device")
@@ -477,7 +477,7 @@ def test_results_the_parent_makes_count_under_their_profile():
     """A timeout or crash (made by the parent, not the child) records the profile and tolerances it ran under;
     what the child recorded is kept."""
     from runner.result import ErrorType, RunResult
-    from runner.run_keys import RunSpec
+    from runner.spec import RunSpec
 
     spec = RunSpec("cuda", profile="kernelbench-strict")
     timeout = RunResult.failed(ErrorType.TIMEOUT, "no verdict after 60 s").stamped(spec)
@@ -546,7 +546,7 @@ def test_timing_summary():
 def test_slow_calls_stop_after_min_time(monkeypatch):
     """A 50 ms call with a tight spread stops after min_time_s of timed trials (10+), not at min_trials; a fast one
     still takes min_trials; a noisy slow one goes on until its spread is tight or the budget is spent."""
-    from runner import timing
+    from runner.child import timing
     from runner.options import TimingOptions
 
     clock = [0.0]

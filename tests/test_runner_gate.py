@@ -1,4 +1,4 @@
-"""The GPU gate (`runner.gate`): jobs share a GPU through their CPU-bound stages, timing stages never overlap.
+"""The GPU gate (`runner.pool.gate`): jobs share a GPU through their CPU-bound stages, timing stages never overlap.
 
 On CPU: the gate itself under many threads; the real scheduler (LocalBackend lanes, sandbox children speaking the
 gate protocol) with an instrumented gate, checked from inside the children; and the evaluation holding the
@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from runner import timing
-from runner.bulk_backends import LocalBackend, Task
-from runner.evaluate import Evaluation
-from runner.gate import EXCLUSIVE, SHARED, GpuGate
+from runner.bulk.backends import LocalBackend, Task
+from runner.child import timing
+from runner.child.evaluate import Evaluation
 from runner.options import GIB, EvalOptions
+from runner.pool.gate import EXCLUSIVE, SHARED, GpuGate
+from runner.pool.sandbox import close_spares, evaluate_in_sandbox
 from runner.result import Timing
-from runner.run_keys import RunSpec
-from runner.sandbox import close_spares, evaluate_in_sandbox
-from runner.workers import Slot, make_slots
+from runner.service.workers import Slot, make_slots
+from runner.spec import RunSpec
 from tests.programs import runner_program
 
 
@@ -99,7 +99,7 @@ def test_lanes_share_a_gpu():
 
 TIMED_SECTION = '''
 import json, os, time
-from runner.gate import current
+from runner.pool.gate import current
 
 with current().shared():
     time.sleep(0.2)
@@ -208,7 +208,7 @@ def test_an_autotuning_program_compiles_shared_then_tunes_alone(monkeypatch, tmp
 
     import torch
 
-    from runner import autotune
+    from runner.child import autotune
 
     events: list[str] = []
     fake = FakeChildGate(events)
@@ -250,8 +250,8 @@ def test_input_copies_are_made_under_the_gate_and_running_out_of_memory_there_is
     harness error."""
     import torch
 
-    from runner import evaluate
-    from runner.evaluate import _Stop
+    from runner.child import evaluate
+    from runner.child.evaluate import _Stop
     from runner.result import ErrorType
 
     held: list[str | None] = []
@@ -287,7 +287,7 @@ def test_input_copies_are_made_under_the_gate_and_running_out_of_memory_there_is
 def test_a_harness_failure_is_a_runtime_error_unless_out_of_memory():
     import torch
 
-    from runner.child import harness_failure
+    from runner.child.main import harness_failure
     from runner.result import ErrorType
 
     oom = harness_failure(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 3.00 GiB"))
@@ -299,7 +299,7 @@ def test_a_harness_failure_is_a_runtime_error_unless_out_of_memory():
 def test_gate_wait_does_not_count_against_the_timeout(tmp_path):
     """A job that waits for the gate (held elsewhere) longer than its whole timeout still gets its verdict."""
     gate = GpuGate()
-    program = "from runner.gate import current\nwith current().exclusive():\n    pass\n" + runner_program("correct_add")
+    program = "from runner.pool.gate import current\nwith current().exclusive():\n    pass\n" + runner_program("correct_add")
     opts = EvalOptions(device="cpu", timeout_s=60.0, trials=1, memory_limit_bytes=int(1.5 * GIB),
                        work_root=str(tmp_path), prewarm=False)
     try:
@@ -321,7 +321,7 @@ def test_compiling_gives_the_gate_back():
     queued work) and takes it again after; outside a hold compiling asks nothing."""
     import io
 
-    from runner import gate as gate_module
+    from runner.pool import gate as gate_module
 
     sent: list[str] = []
     child = gate_module.ChildGate(lambda event: sent.append(event["mode"]), io.BytesIO(b"go\n" * 20),
@@ -348,8 +348,8 @@ def test_triton_hooks_wrap_compile_and_autotuner():
 
     from triton.runtime.autotuner import Autotuner
 
-    from runner import autotune
-    from runner import gate as gate_module
+    from runner.child import autotune
+    from runner.pool import gate as gate_module
 
     modules = [importlib.import_module(m) for m in ("triton.compiler", "triton.compiler.compiler", "triton.runtime.jit")]
     saved = [(m, m.__dict__.get("compile")) for m in modules], Autotuner._bench

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from runner.options import EvalOptions, TimingOptions
+from runner.pool.sandbox import evaluate_in_sandbox
 from runner.result import ErrorType
-from runner.sandbox import evaluate_in_sandbox
 from tests.programs import runner_program
 
 pytestmark = [
@@ -142,13 +142,13 @@ def test_profiles_on_a_tf32_matmul():
 
 def test_jobs_share_a_gpu_and_time_alone():
     """Three jobs on three lanes of one GPU at once: all correct and timed, each timing stage under the gate; the
-    one that autotunes compiles its configs in a pass of its own and tunes with the GPU alone (runner.autotune)."""
+    one that autotunes compiles its configs in a pass of its own and tunes with the GPU alone (runner.child.autotune)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from runner.cancellable import evaluate_on_slot
-    from runner.gate import gate_for
-    from runner.run_keys import RunSpec
-    from runner.workers import make_slots
+    from runner.pool.gate import gate_for
+    from runner.pool.oom_rerun import evaluate_on_slot
+    from runner.service.workers import make_slots
+    from runner.spec import RunSpec
 
     slots = make_slots("cuda", gpus=["gpu"], jobs_per_gpu=3)
     program = CORRECT.replace("torch.randn(64)", "torch.randn(1 << 20)")
@@ -168,14 +168,14 @@ def test_jobs_share_a_gpu_and_time_alone():
 
 
 def test_brief_autotune_benchmark_agrees_with_tritons():
-    """`runner.timing.brief_do_bench` measures like triton.testing.do_bench, in less time, with at least
+    """`runner.child.timing.brief_do_bench` measures like triton.testing.do_bench, in less time, with at least
     MIN_REPS measured calls of a slow call."""
     import time
 
     from triton.testing import do_bench
 
-    from runner.timing import AUTOTUNE_MIN_REPS as MIN_REPS
-    from runner.timing import brief_do_bench
+    from runner.child.timing import AUTOTUNE_MIN_REPS as MIN_REPS
+    from runner.child.timing import brief_do_bench
 
     x = torch.randn(4096, 4096, device="cuda")
     fast, calls = (lambda: x.mul_(1.0)), []

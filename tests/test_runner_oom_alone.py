@@ -1,15 +1,15 @@
-"""A job that runs out of GPU memory beside other jobs is run again with the GPU to itself (runner.cancellable)."""
+"""A job that runs out of GPU memory beside other jobs is run again with the GPU to itself (runner.pool.oom_rerun)."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-import runner.sandbox
-from runner.cancellable import RERUN_ALONE_FLAG, evaluate_on_slot
+import runner.pool.sandbox
+from runner.pool.oom_rerun import RERUN_ALONE_FLAG, evaluate_on_slot
 from runner.result import ErrorType, RunResult
-from runner.run_keys import RunSpec
-from runner.workers import make_slots
+from runner.service.workers import make_slots
+from runner.spec import RunSpec
 
 
 class FakeSandbox:
@@ -41,7 +41,7 @@ class FakeSandbox:
 
 def test_out_of_memory_beside_others_is_run_again_alone(monkeypatch):
     fake = FakeSandbox()
-    monkeypatch.setattr(runner.sandbox, "evaluate_in_sandbox", fake)
+    monkeypatch.setattr(runner.pool.sandbox, "evaluate_in_sandbox", fake)
     slots = make_slots("cuda", gpus=["H200"], jobs_per_gpu=3)
     spec = RunSpec.build("cuda", timeout_s=60)
     results: dict[str, RunResult] = {}
@@ -67,7 +67,7 @@ def test_out_of_memory_on_a_gpu_of_its_own_is_final(monkeypatch):
         calls.append(program)
         return RunResult.failed(ErrorType.OUT_OF_MEMORY, "CUDA out of memory")
 
-    monkeypatch.setattr(runner.sandbox, "evaluate_in_sandbox", oom)
+    monkeypatch.setattr(runner.pool.sandbox, "evaluate_in_sandbox", oom)
     slot = make_slots("cuda", gpus=["H200"], jobs_per_gpu=1)[0]
     result = evaluate_on_slot("big", RunSpec.build("cuda", timeout_s=60), slot, result_id="x", row_id=None)
     assert calls == ["big"] and result.error_type == ErrorType.OUT_OF_MEMORY and RERUN_ALONE_FLAG not in result.flags

@@ -18,12 +18,12 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from runner.client import RunnerClient, RunnerError, RunnerUnavailable
-from runner.jobs import JobStore
+from common.results_log import read_results
 from runner.result import RunResult
-from runner.results_log import read_results
-from runner.run_keys import RunSpec
-from runner.workers import make_slots
+from runner.service.client import RunnerClient, RunnerError, RunnerUnavailable
+from runner.service.jobs import JobStore
+from runner.service.workers import make_slots
+from runner.spec import RunSpec
 from tests.fixtures import program
 
 REPO = Path(__file__).resolve().parent.parent

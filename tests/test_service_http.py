@@ -18,9 +18,9 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 
-from runner.client import RunnerClient, RunnerError
-from runner.results_log import read_results
-from runner.service_http import Limits, make_server
+from common.results_log import read_results
+from runner.service.client import RunnerClient, RunnerError
+from runner.service.http import Limits, make_server
 from tests.test_runner_service import TOKEN, Service
 
 IDLE_S, DEADLINE_S, MAX_CONNECTIONS = 2.0, 4.0, 16

@@ -32,7 +32,7 @@ def _stop(proc: subprocess.Popen) -> None:
 @contextlib.contextmanager
 def runner_service(store: Path, runs_dir: Path, token: str = "test-token-123") -> Iterator[tuple[str, str]]:
     """`python -m runner serve --device cpu` on a free port with a token; yields (url, token)."""
-    from runner.client import RunnerClient, RunnerUnavailable
+    from runner.service.client import RunnerClient, RunnerUnavailable
 
     port = free_port()
     env = dict(os.environ, TLX_RUNNER_TOKEN=token, TLX_STORE=str(store), TLX_RUNS_DIR=str(runs_dir))

@@ -37,7 +37,7 @@ def bulk_panel(ids: list[str], f: Filters, info, cfg, *, key: str) -> None:
     st.code(bulk_command(info.path, f, info.is_sample), language="bash")
     if cfg.read_only or len(ids) > MAX_SUBMIT:
         return
-    from runner.client import RunnerError, RunnerUnavailable
+    from runner.service.client import RunnerError, RunnerUnavailable
     from ui.rerun import client_of
 
     if not st.button(f"Queue these {plural(len(ids), 'row')} on the runner", key=key):

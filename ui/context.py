@@ -7,7 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from queries.settings import Settings, load_settings
+from common.settings import Settings, load_settings
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def store_path() -> Path:
 
 @st.cache_resource(show_spinner=False)
 def runner_client(url: str, token: str | None):
-    """One `runner.client.RunnerClient` per (url, token)."""
-    from runner.client import RunnerClient
+    """One `runner.service.client.RunnerClient` per (url, token)."""
+    from runner.service.client import RunnerClient
 
     return RunnerClient(url, token)

@@ -47,7 +47,7 @@ def jobs_frame(jobs: list[dict]) -> pd.DataFrame:
 
 def queue_panel(cfg) -> None:
     """Queued and running counts (the service's, not of the listed page of jobs) and the recent jobs."""
-    from runner.client import RunnerError, RunnerUnavailable
+    from runner.service.client import RunnerError, RunnerUnavailable
 
     try:
         health = rerun.client_of(cfg).health()

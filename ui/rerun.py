@@ -19,7 +19,7 @@ PROFILES = {**{name: f"{name} ({p.summary})" for name, p in profiles.PROFILES.it
 
 
 def client_of(cfg):
-    from runner.client import resolve_token
+    from runner.service.client import resolve_token
 
     token = cfg.runner_token or resolve_token(cfg.runs_dir)
     return context.runner_client(cfg.runner_url, token)
@@ -44,7 +44,7 @@ def profile_options(row_id: str) -> dict:
 def rerun_panel(row_id: str, cfg) -> dict | None:
     """Profile, Re-run button → job id in session state → polling fragment. Returns the finished job's result as
     a flat run row (None while nothing finished in this session)."""
-    from runner.client import RunnerError, RunnerUnavailable
+    from runner.service.client import RunnerError, RunnerUnavailable
 
     if cfg.read_only:
         return None
@@ -96,7 +96,7 @@ def rerun_panel(row_id: str, cfg) -> dict | None:
 @st.fragment(run_every=_POLL_S)
 def _poll(client, row_id: str) -> None:
     """Ask the service for the job's state once per run; on a final state rerun the page to show the verdict."""
-    from runner.client import RunnerError, RunnerUnavailable
+    from runner.service.client import RunnerError, RunnerUnavailable
 
     key = _job_key(row_id)
     job = st.session_state.get(key)

@@ -110,7 +110,7 @@ def linked_table(
         if name in df.columns:
             df[name] = df[name].map(lambda v: error_name(v) if isinstance(v, str) else v)
     df.insert(0, "open", [links.href(target, **{param: v}) for v in df[id_column]])
-    from queries.settings import load_settings
+    from common.settings import load_settings
 
     config = columns.standard(load_settings().label_unit)
     config["open"] = st.column_config.LinkColumn("open", display_text="open", width="small")

@@ -6,8 +6,8 @@ import fcntl
 import json
 from pathlib import Path
 
+from common.settings import SAMPLE_DIR, Settings
 from queries.ingest.pipeline import ingest
-from queries.settings import SAMPLE_DIR, Settings
 from queries.store import META_FILE, SCHEMA_VERSION, StoreError
 
 

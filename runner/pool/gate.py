@@ -3,13 +3,13 @@
 Parent side, `GpuGate` (one per GPU, `gate_for(visible_devices)`): a readers-writer lock that prefers writers.
 A job's harness holds it *shared* around each step that may use the GPU (building models, making inputs, forward
 calls, comparing outputs) and *exclusive* for its timing stage (and for the first ModelNew call of a program
-that autotunes: `runner.autotune`), so two timing stages never overlap on one GPU and no other job's harness work
+that autotunes: `runner.child.autotune`), so two timing stages never overlap on one GPU and no other job's harness work
 runs beside one. Waiting for the gate does not count against a job's timeout.
 `GpuGate.report()` gives how long the GPU was held (shared or exclusive: "busy") and timed (exclusive).
 
 Child side, `ChildGate`: the child asks its parent over the result channel (`{"event": "gate", "mode":
 "shared"|"exclusive"|"release"}`) and waits for a `go` line on its spec pipe, which stays open for that. The
-parent (`runner.sandbox`) acquires the job's `GpuGate` for it, and releases whatever the job still holds when it
+parent (`runner.pool.sandbox`) acquires the job's `GpuGate` for it, and releases whatever the job still holds when it
 ends. A program can reach the child's gate too (the audit hook does not stop it): at worst it holds the GPU until
 its own timeout kills it. Without a gate (`NO_GATE`: CPU jobs, one-off `runner eval`) the context managers do
 nothing."""
@@ -116,7 +116,7 @@ def gate_for(gpu: str) -> GpuGate:
 
 def occupancy_for(gpu: str) -> GpuGate:
     """The process's lock on a GPU's jobs as a whole (not their steps): every job holds it shared while it runs;
-    a job that must have the GPU to itself (`runner.cancellable`: out of memory beside other jobs) holds it
+    a job that must have the GPU to itself (`runner.pool.oom_rerun`: out of memory beside other jobs) holds it
     exclusive, so that it starts once the others have ended and before any new one."""
     with _gates_lock:
         return _occupancy.setdefault(gpu, GpuGate(f"{gpu} jobs"))
@@ -208,7 +208,7 @@ def install_triton_hooks() -> None:
     """Wrap Triton's compiler entry points so that compiling a kernel (CPU work, seconds for a big or autotuned
     one) runs outside the gate and never holds back another job's timing stage. Call in the child after importing
     triton, before the program is loaded; names a Triton version lacks are left alone. (Autotuning:
-    `runner.autotune`.)"""
+    `runner.child.autotune`.)"""
     import importlib
 
     for module_name in ("triton.compiler", "triton.compiler.compiler", "triton.runtime.jit"):

@@ -4,7 +4,7 @@ as a single re-run and hand each result to the driver's `on_result` callback.
 
 A task whose evaluation raises, or whose Ray worker dies, is reported as a `crashed` result and the run goes on.
 Ctrl-C (KeyboardInterrupt in the driver) kills the sandboxes in flight; their results are lost, nothing else is.
-Locally the slots of one GPU (`--jobs-per-gpu`) share it through its gate (`runner.gate`); a Ray task has its
+Locally the slots of one GPU (`--jobs-per-gpu`) share it through its gate (`runner.pool.gate`); a Ray task has its
 GPU to itself.
 """
 
@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.cancellable import evaluate_on_slot
+from runner.pool.oom_rerun import evaluate_on_slot
 from runner.result import RunResult
-from runner.run_keys import RunSpec
-from runner.workers import Slot
+from runner.service.workers import Slot
+from runner.spec import RunSpec
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class LocalBackend:
         pass
 
     def hardware(self) -> str:
-        from runner.run_keys import CPU_LABEL
+        from runner.spec import CPU_LABEL
 
         names = {s.gpu_name for s in self.slots if s.device == "cuda"}
         return sorted(names)[0] if names else CPU_LABEL
@@ -120,7 +120,7 @@ def _ray_evaluate(program: str, spec: RunSpec, result_id: str, row_id: str,
 
 
 def _ray_gpu_name() -> str:
-    from runner.workers import detect_gpus
+    from runner.service.workers import detect_gpus
 
     names = detect_gpus()
     return names[0] if names else "cuda"
@@ -158,7 +158,7 @@ class RayBackend:
         self._gpu_name = ray.remote(num_gpus=1, max_retries=0)(_ray_gpu_name) if device == "cuda" else None
 
     def hardware(self) -> str:
-        from runner.run_keys import CPU_LABEL
+        from runner.spec import CPU_LABEL
 
         if self._gpu_name is None:
             return CPU_LABEL

@@ -5,7 +5,7 @@ API (design §3b): `GET /health` (open), `POST /jobs` `{"row_id": ...}` or `{"pr
 -> `{"id", "state"}`; `GET /jobs/{id}` ->
 `{"id", "state", "result", ...}`; `GET /jobs?limit=N&state=S`; `DELETE /jobs/{id}` cancels (a running job's
 sandbox is killed). Errors are JSON `{"error": "..."}` with a 4xx status. The HTTP layer (parsing, limits on
-bodies, time and connections, the server class) is `runner.service_http`.
+bodies, time and connections, the server class) is `runner.service.http`.
 
 Security:
 - Every request except `GET /health` needs `Authorization: Bearer <token>` (compared in constant time).
@@ -15,7 +15,7 @@ Security:
 - One service per runs directory (`RUNS_DIR/runner.lock`), so recovering jobs left `running` by a dead service
   can never requeue a job that another live service is running.
 
-Jobs live in `RUNS_DIR/runner.sqlite3` (see `runner.jobs`), finished results are also appended to
+Jobs live in `RUNS_DIR/runner.sqlite3` (see `runner.service.jobs`), finished results are also appended to
 `RUNS_DIR/results/service-<host>-<pid>.jsonl`. SIGTERM/SIGINT: stop accepting, let running jobs finish for
 `--grace` seconds, then kill their sandboxes and put them back in the queue for the next start.
 """
@@ -37,15 +37,15 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from common.results_log import ResultsLog, default_writer
 from runner.config import DEFAULT_PORT, RunnerConfig
-from runner.gate import gates_report
-from runner.jobs import JobStore
+from runner.pool.gate import gates_report
 from runner.result import RunResult
-from runner.results_log import ResultsLog, default_writer
 from runner.rows import RowNotFound, StoreUnavailable, load_program
-from runner.run_keys import RunSpec
-from runner.service_http import BadRequest, Limits, check_row_id, make_server
-from runner.workers import Evaluator, Slot, WorkerPool, make_slots, sandbox_evaluator
+from runner.service.http import BadRequest, Limits, check_row_id, make_server
+from runner.service.jobs import JobStore
+from runner.service.workers import Evaluator, Slot, WorkerPool, make_slots, sandbox_evaluator
+from runner.spec import RunSpec
 
 MAX_TIMEOUT_S = 3600.0
 MAX_TRIALS = 100
@@ -216,7 +216,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from queries.settings import load_settings  # stdlib-only
+    from common.settings import load_settings  # stdlib-only
 
     settings = load_settings()
     runs_dir = (args.runs_dir or settings.runs_dir).expanduser()

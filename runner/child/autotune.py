@@ -5,7 +5,7 @@ jobs' GPU work a slow config can win by chance, and the job's timing then settle
 next (H200, 4 jobs per GPU: BENCHMARKS.md). Taking the GPU alone for each config's benchmark fixed that, but cost
 a gate exchange per config, most with a compile inside (1,758 exclusive holds over 247 real rows; the GPU busy
 62% of the time instead of 79%). So when the program autotunes, the evaluation makes its first ModelNew call twice
-(`runner.evaluate`):
+(`runner.child.evaluate`):
 
 1. a compile pass under the shared gate (`compile_pass`): every autotuner compiles each config and runs it once,
    timing nothing (its "benchmark" reports equal times, so the choice it records means nothing and is forgotten
@@ -15,7 +15,7 @@ a gate exchange per config, most with a compile inside (1,758 exclusive holds ov
 
 How long each config is benchmarked: Triton's default do_bench spends 25 ms warming up and 100 ms measuring per
 config, ~110 s of the GPU held alone over 272 real rows. An autotuner that leaves the benchmark to Triton (no
-`do_bench`, `warmup` or `rep` of its own) is benchmarked by `runner.timing.brief_do_bench` instead: do_bench's
+`do_bench`, `warmup` or `rep` of its own) is benchmarked by `runner.child.timing.brief_do_bench` instead: do_bench's
 method (L2 cleared before each call, CUDA events, the quantiles asked for) over `TimingOptions.autotune_warmup_ms`
 and `autotune_rep_ms`, but never fewer than `AUTOTUNE_MIN_REPS` measured calls (do_bench measures a 16 ms config
 once in 25 ms, and a run on another machine then picked a config 13% slower). One whose author chose a benchmark keeps it.
@@ -45,7 +45,7 @@ def install(warmup_ms: float | None = None, rep_ms: float | None = None) -> None
         from triton.testing import do_bench
     except ImportError:
         return
-    from runner.timing import brief_do_bench
+    from runner.child.timing import brief_do_bench
 
     _default_bench = do_bench
     brief = warmup_ms is not None and rep_ms is not None

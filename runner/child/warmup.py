@@ -1,4 +1,4 @@
-"""What a spare child warms up while it waits for its job (`runner.child`), beyond importing torch and triton.
+"""What a spare child warms up while it waits for its job (`runner.child.main`), beyond importing torch and triton.
 
 On a CUDA machine (not in interpreter mode) it creates the CUDA context on its visible device and runs one tiny
 matmul (cuBLAS), one tiny convolution (cuDNN) and one tiny Triton kernel (Triton's compiler, driver utilities and

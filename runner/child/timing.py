@@ -180,7 +180,7 @@ def _batched_events(fn: Callable[[], Any], flush: Any, k: int, host_ms: list[flo
 
 
 def brief_do_bench(fn: Callable[[], Any], quantiles: Any = None, *, warmup_ms: float, rep_ms: float) -> Any:
-    """The autotuner's config benchmark (`runner.autotune`): triton.testing.do_bench's measurement (L2 flushed
+    """The autotuner's config benchmark (`runner.child.autotune`): triton.testing.do_bench's measurement (L2 flushed
     before each call, CUDA events) over `warmup_ms` + `rep_ms` of calls, at least AUTOTUNE_MIN_REPS measured: the
     quantiles asked for (the autotuner's: median, 20%, 80%) of per-call times in ms, else their mean."""
     import torch

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.result import RunResult
-from runner.run_keys import RunSpec
+from runner.spec import RunSpec
 
 STATES = ("queued", "running", "done", "cancelled")
 DEFAULT_MAX_ATTEMPTS = 3

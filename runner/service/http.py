@@ -32,7 +32,7 @@ from urllib.parse import parse_qs, urlsplit
 from common.errors import TlxError
 
 if TYPE_CHECKING:
-    from runner.service import RunnerService
+    from runner.service.app import RunnerService
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 MAX_JSON_DEPTH = 16

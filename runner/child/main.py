@@ -1,9 +1,9 @@
-"""Child process entry: `python -P -m runner.child --spec-fd N --result-fd M --parent-pid P`.
+"""Child process entry: `python -P -m runner.child.main --spec-fd N --result-fd M --parent-pid P`.
 
 First asks the kernel to SIGKILL it when its parent dies (and exits if the parent is already gone), then imports
-torch and triton and warms the CUDA stack (`runner.warmup`), so that a pre-warmed spare (`runner.launch`) is ready
+torch and triton and warms the CUDA stack (`runner.child.warmup`), so that a pre-warmed spare (`runner.pool.spares`) is ready
 for work; then reads its one job spec (`{"program", "options", "triton_cache_dir", "channel_key", "gate"}`, one JSON
-line) from the spec pipe, which stays open for the GPU gate's answers (`runner.gate`). It sets
+line) from the spec pipe, which stays open for the GPU gate's answers (`runner.pool.gate`). It sets
 its resource limits, moves the result channel (an inherited pipe) to a private descriptor, picks the device
 (CPU → TRITON_INTERPRET=1 and hard-coded "cuda" sent to the CPU), evaluates, and writes JSON lines to the channel:
 {"event": "stage", ...} while working (and {"event": "gate", ...} requests) and one {"event": "result", ...} with
@@ -27,9 +27,9 @@ import time
 import traceback
 from typing import Any, BinaryIO
 
-from runner.classify import error_type_of
-from runner.gate import NO_GATE, ChildGate, install
+from runner.child.classify import error_type_of
 from runner.options import EvalOptions
+from runner.pool.gate import NO_GATE, ChildGate, install
 from runner.result import ErrorType, ExitCode, RunResult
 
 STACKS_SIGNAL = signal.SIGUSR1
@@ -49,10 +49,10 @@ def die_with_parent(parent_pid: int) -> bool:
 
 
 def prewarm() -> None:
-    """Import torch and triton and warm the CUDA stack (`runner.warmup`) while waiting for a job; a failure shows
+    """Import torch and triton and warm the CUDA stack (`runner.child.warmup`) while waiting for a job; a failure shows
     up again in the job."""
     try:
-        from runner import warmup
+        from runner.child import warmup
 
         warmup.warm_cuda()
     except Exception:
@@ -175,14 +175,14 @@ def resolve_device(requested: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="runner.child")
+    parser = argparse.ArgumentParser(prog="runner.child.main")
     parser.add_argument("--spec-fd", type=int, required=True, help="pipe carrying the job spec (one JSON line)")
     parser.add_argument("--result-fd", type=int, required=True)
     parser.add_argument("--parent-pid", type=int, required=True)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
-        print(f"runner.child: bad invocation: {exc}", file=sys.stderr)
+        print(f"runner.child.main: bad invocation: {exc}", file=sys.stderr)
         return ExitCode.USAGE
     if not die_with_parent(args.parent_pid):
         return ExitCode.ORPHANED
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         options = EvalOptions.from_dict(spec.get("options") or {})
         channel = Channel(args.result_fd, str(spec.get("channel_key") or ""))
     except (ValueError, TypeError, OSError) as exc:
-        print(f"runner.child: bad job spec: {exc}", file=sys.stderr)
+        print(f"runner.child.main: bad job spec: {exc}", file=sys.stderr)
         return ExitCode.USAGE
     gate = ChildGate(channel.send, control, drain=_synchronize) if spec.get("gate") else NO_GATE
     install(gate)
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def harness_failure(exc: Exception) -> RunResult:
     """The verdict when the harness itself fails: a runtime error flagged `harness_error`, but out of memory is
-    `out_of_memory` (beside other jobs, the job is then run again alone: `runner.cancellable`)."""
+    `out_of_memory` (beside other jobs, the job is then run again alone: `runner.pool.oom_rerun`)."""
     oom = error_type_of(exc, "harness") is ErrorType.OUT_OF_MEMORY
     return RunResult.failed(ErrorType.OUT_OF_MEMORY if oom else ErrorType.RUNTIME_ERROR,
                             f"harness error: {type(exc).__name__}: {exc}", flags=["harness_error"],
@@ -232,7 +232,7 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phas
     def stage(text: str) -> None:
         phases.enter(text)
         if device == "cuda" and not smi and text.startswith("timing: timing"):
-            from runner.system import SmiProbe
+            from runner.child.system import SmiProbe
 
             smi.append(SmiProbe())
             smi[0].start()
@@ -246,7 +246,7 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phas
     flags: list[str] = []
     if device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
-        from runner import cuda_remap
+        from runner.child import cuda_remap
 
         cuda_remap.install()
     elif device == "cuda":
@@ -259,28 +259,28 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phas
     import triton  # noqa: F401 - imported after TRITON_INTERPRET is settled
 
     if device == "cuda":
-        from runner import autotune
+        from runner.child import autotune
 
         autotune.install(options.timing.autotune_warmup_ms, options.timing.autotune_rep_ms)
     if device == "cuda" and gate is not NO_GATE:
-        from runner.gate import install_triton_hooks
+        from runner.pool.gate import install_triton_hooks
 
         install_triton_hooks()
 
     if device == "cpu":
-        from runner import interpreter_compat
+        from runner.child import interpreter_compat
 
         interpreter_compat.install()
 
-    from runner import guard
-    from runner.evaluate import evaluate_program
-    from runner.system import collect_system
+    from runner.child import guard
+    from runner.child.evaluate import evaluate_program
+    from runner.child.system import collect_system
 
     guard.install([os.getcwd(), os.path.dirname(os.getcwd()), os.environ.get("TRITON_CACHE_DIR", ""),
                    *options.write_roots])
     verdict = evaluate_program(program, options, device, stage, gate)
     if device == "cpu":
-        from runner import cuda_remap, interpreter_compat
+        from runner.child import cuda_remap, interpreter_compat
 
         if cuda_remap.remapped():
             flags.append("cuda_remapped_to_cpu")

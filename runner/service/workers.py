@@ -1,9 +1,9 @@
-"""Worker threads of the runner service: `jobs_per_gpu` per visible GPU (sharing it through `runner.gate`), or
+"""Worker threads of the runner service: `jobs_per_gpu` per visible GPU (sharing it through `runner.pool.gate`), or
 CPU (Triton interpreter) workers.
 
 The service process never initialises CUDA: GPUs are counted in a child process (`detect_gpus`), and each job's
 sandbox subprocess gets its GPU through `CUDA_VISIBLE_DEVICES`. A worker claims a job from the `JobStore`, runs
-the evaluator (by default `runner.sandbox.evaluate_in_sandbox`), stores the result and appends it to the results
+the evaluator (by default `runner.pool.sandbox.evaluate_in_sandbox`), stores the result and appends it to the results
 log. A job cancelled while running has its sandbox killed through the `cancel` event the evaluator receives; a
 result that still arrives for a cancelled job is discarded (neither stored nor logged).
 """
@@ -21,9 +21,9 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from runner.jobs import Job, JobStore
+from common.results_log import ResultsLog
 from runner.result import RunResult
-from runner.results_log import ResultsLog
+from runner.service.jobs import Job, JobStore
 
 _GPU_PROBE = (
     "import json, torch\n"
@@ -169,7 +169,7 @@ class WorkerPool:
 
 def sandbox_evaluator(job: Job, slot: Slot, cancel: threading.Event) -> RunResult:
     """The service's evaluator: the job's program in a fresh sandbox subprocess on the worker's slot."""
-    from runner.cancellable import evaluate_on_slot
+    from runner.pool.oom_rerun import evaluate_on_slot
 
     return evaluate_on_slot(job.program, job.options, slot, result_id=job.row_id or job.program_sha256,
                             row_id=job.row_id, cancel=cancel)

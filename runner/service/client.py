@@ -121,7 +121,7 @@ def resolve_token(runs_dir: Path | None = None) -> str | None:
     if token:
         return token
     if runs_dir is None:
-        from queries.settings import load_settings  # stdlib-only module
+        from common.settings import load_settings  # stdlib-only module
 
         runs_dir = load_settings().runs_dir
     path = Path(runs_dir) / "runner.token"

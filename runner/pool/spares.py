@@ -1,6 +1,6 @@
 """Starting sandbox children, with pre-warmed spares per launch configuration (design §4, "Isolation").
 
-A child is `python -P -m runner.child`, started in its own session, with a scrubbed environment and a fresh temp
+A child is `python -P -m runner.child.main`, started in its own session, with a scrubbed environment and a fresh temp
 dir (`root/work`) as HOME, cwd and TMPDIR. It imports torch and triton (without touching CUDA), then waits for its
 job spec on a private pipe; it runs exactly one job and exits. `ChildPool.take` hands out the oldest spare started
 for the same configuration (scrubbed environment, device mode, visible devices, work root) or starts a child, and
@@ -71,7 +71,7 @@ class Child:
 
     def send_spec(self, spec: dict[str, Any], keep_open: bool = False) -> None:
         """Hand the child its job (a dead child just never reads it). The spec pipe is closed afterwards unless
-        `keep_open` (it then carries the GPU gate's answers, `runner.gate`, until `discard`)."""
+        `keep_open` (it then carries the GPU gate's answers, `runner.pool.gate`, until `discard`)."""
         data = (json.dumps(spec) + "\n").encode()
         try:
             while data:
@@ -118,7 +118,7 @@ def start_child(options: EvalOptions) -> Child:
         env = {**base_env(options), "HOME": str(work), "TMPDIR": str(work), "TRITON_HOME": str(work)}
         spec_r, spec_w = os.pipe()
         result_r, result_w = os.pipe()
-        cmd = [sys.executable, "-P", "-m", "runner.child", "--spec-fd", str(spec_r), "--result-fd", str(result_w),
+        cmd = [sys.executable, "-P", "-m", "runner.child.main", "--spec-fd", str(spec_r), "--result-fd", str(result_w),
                "--parent-pid", str(os.getpid())]
         proc = subprocess.Popen(cmd, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, pass_fds=(spec_r, result_w), start_new_session=True)

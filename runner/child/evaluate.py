@@ -5,10 +5,10 @@ anything the program does. Inputs and models are made on the job's device (`torc
 while `get_inputs()`/`get_init_inputs()`, `Model(...)` and `ModelNew(...)` run, same seeds) unless
 `inputs_device="cpu"` (KernelBench's way: made on the CPU, then moved; building a 268M-parameter KernelBench
 reference on one CPU thread takes 1.5 s, twice a row, with the GPU's shared gate held). On a GPU shared by several
-jobs (`runner.gate`), the harness's GPU work of the init and correctness stages runs under the GPU's shared gate and the
+jobs (`runner.pool.gate`), the harness's GPU work of the init and correctness stages runs under the GPU's shared gate and the
 timing stage under its exclusive gate: no other job's harness work runs on the GPU while one job is timed. A program
 that autotunes makes its first ModelNew call twice there: configs compiled under the shared gate, then benchmarked
-with the GPU alone (`runner.autotune`)."""
+with the GPU alone (`runner.child.autotune`)."""
 
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from runner import autotune, timing
-from runner.classify import classify
-from runner.compare import compare_outputs
-from runner.gate import EXCLUSIVE, NO_GATE, SHARED, ChildGate
+from runner.child import autotune, timing
+from runner.child.classify import classify
+from runner.child.compare import compare_outputs
 from runner.options import EvalOptions
+from runner.pool.gate import EXCLUSIVE, NO_GATE, SHARED, ChildGate
 from runner.profiles import LADDER
 from runner.result import ErrorType, OutputDiff, RunResult
 
@@ -191,7 +191,7 @@ class Evaluation:
 
     def compile_autotuned(self, new: Any, clones: list[Any]) -> bool:
         """On a shared GPU, when the program autotunes: call ModelNew once on copies of its inputs with every
-        autotuner compiling its configs and timing nothing (`runner.autotune.compile_pass`; the RNG state is put
+        autotuner compiling its configs and timing nothing (`runner.child.autotune.compile_pass`; the RNG state is put
         back after). True when an autotuner ran: the next call then tunes with the GPU alone."""
         import torch
 

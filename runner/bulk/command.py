@@ -5,7 +5,7 @@ Rows are chosen from the store's `index.parquet` (`--problem`, `--split`, `--sta
 appended to the same results log (`RUNS_DIR/results/bulk-<host>-<pid>.jsonl`) that the explorer reads.
 
 Locally, `--jobs-per-gpu` jobs share each GPU through their CPU-bound stages and are timed one at a time
-(`runner.gate`).
+(`runner.pool.gate`).
 
 Resumable: a row is skipped when the log already holds `--repeats` results for the same row id, program hash,
 run settings (`run_keys.RunSpec.key`, profile included) and hardware (GPU name, or `cpu-interpreter`), unless `--force`. Results are
@@ -23,12 +23,12 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from runner.bulk_backends import LocalBackend, RayBackend, Task
-from runner.jobs import program_sha256
+from common.results_log import ResultsLog, default_writer, read_results
+from runner.bulk.backends import LocalBackend, RayBackend, Task
 from runner.result import RunResult
-from runner.results_log import ResultsLog, default_writer, read_results
 from runner.rows import StoreUnavailable, iter_programs, resolve_store
-from runner.run_keys import result_key
+from runner.service.jobs import program_sha256
+from runner.spec import result_key
 from runner.spec_args import add_spec_arguments, spec_from_args
 
 
@@ -171,7 +171,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _backend(args: argparse.Namespace, triton_cache_dir: str):
     from runner.config import RunnerConfig
-    from runner.workers import detect_gpus, make_slots
+    from runner.service.workers import detect_gpus, make_slots
 
     if args.backend == "local":
         lanes = args.jobs_per_gpu or RunnerConfig.from_env().jobs_per_gpu
@@ -183,7 +183,7 @@ def _backend(args: argparse.Namespace, triton_cache_dir: str):
 
 
 def main(args: argparse.Namespace) -> int:
-    from queries.settings import load_settings
+    from common.settings import load_settings
 
     if args.repeats < 1 or (args.limit is not None and args.limit < 0) or (args.sample is not None and args.sample < 1):
         print("bulk: --repeats and --sample must be >= 1, --limit >= 0", file=sys.stderr)

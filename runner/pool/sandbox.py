@@ -1,11 +1,11 @@
 """`evaluate_in_sandbox`: the only way the project runs dataset code (design §4, "Isolation").
 
-One fresh subprocess per call (`runner.launch`: usually a pre-warmed spare that has imported torch and triton and
+One fresh subprocess per call (`runner.pool.spares`: usually a pre-warmed spare that has imported torch and triton and
 warmed CUDA), in its own session (killed as a group), in a fresh temp dir that is its HOME, cwd and TMPDIR, with a scrubbed
 environment, resource limits (set by the child itself), an RSS watchdog, capped stdout/stderr, a wall-clock
 timeout and an optional `cancel` event. The child dies with the process that started it. The verdict comes back
 over a private pipe, never from stdout. Timeouts, crashes, memory kills and cancels are results; this function
-does not raise for a verdict. With a `gate` (`runner.gate.GpuGate`), the job's GPU steps wait for the GPU's gate
+does not raise for a verdict. With a `gate` (`runner.pool.gate.GpuGate`), the job's GPU steps wait for the GPU's gate
 (the time waited does not count against its timeout) and its timing stage has the GPU alone."""
 
 from __future__ import annotations
@@ -22,16 +22,16 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from runner.gate import EXCLUSIVE, RELEASE, SHARED, GpuGate
-from runner.launch import POOL, Child, close_spares, kill_group
+from runner.child.system import collect_system
 from runner.options import EvalOptions
+from runner.pool.gate import EXCLUSIVE, RELEASE, SHARED, GpuGate
+from runner.pool.spares import POOL, Child, close_spares, kill_group
 from runner.result import ErrorType, RunResult
-from runner.system import collect_system
 
 __all__ = ["close_spares", "evaluate_in_sandbox"]
 POLL_S = 0.1
 TAIL_CHARS = 3000
-STACKS_SIGNAL = signal.SIGUSR1  # runner.child registers faulthandler on it
+STACKS_SIGNAL = signal.SIGUSR1  # runner.child.main registers faulthandler on it
 STACKS_WAIT_S = 0.5
 
 
