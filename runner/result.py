@@ -139,6 +139,7 @@ class RunResult:
     # the child's warm-up), start, load, init, correctness, timing, system (in the child), harness (the rest)
     tolerance_passed: float | None = None  # tightest standard tolerance every output passed on every trial
     outputs: list[OutputDiff] = field(default_factory=list)
+    launches: dict[str, Any] | None = None  # what one untimed ModelNew call launched (runner.child.launches)
 
     @property
     def ok(self) -> bool:

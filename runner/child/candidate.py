@@ -1,0 +1,220 @@
+"""The candidate process: `python -P -m runner.child.candidate --fd N --parent-pid P`, started by the judge
+(`runner.child.candidate_client`) as an unprivileged user where the judge is root.
+
+It imports the whole program, builds `Model` (only for its state) and `ModelNew`, and answers the judge's
+commands over the link (`runner.child.link`), one answer each:
+
+| command | does | answers |
+|---|---|---|
+| `load` (program, options, device, triton_cache_dir) | set up the device, install the guard, import, build | flags, kernels |
+| `compile_pass` (seed) | one call on copies with every autotuner compiling its configs, timing nothing | tuners |
+| `forward` (seed) | `ModelNew` on `get_inputs()` made after `seed` | digest, outputs |
+| `launches` (seed) | one untimed call with its launches recorded (`runner.child.launches`) | launches |
+| `time` (seed, timing) | the timing loop on `get_inputs()` made after `seed` | timing, flags |
+| `recheck` (seed) | fresh values after `seed` written into the timed inputs' tensors, one call | digest, outputs |
+| `finish` | | flags (guard refusals, interpreter notes) |
+
+It holds no reference output, no verdict channel and no gate: the judge holds the gate around each command.
+What it sends back is only data for the judge to check; a failure it reports is its own verdict."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from typing import Any
+
+from runner.child import process
+from runner.child.link import LinkError, encode_outputs, receive, send
+from runner.child.steps import Steps, Stop, cloned, fail, import_file, inputs_digest, set_seed
+from runner.options import EvalOptions, TimingOptions
+from runner.result import ErrorType
+
+REQUIRED = ("Model", "ModelNew", "get_inputs", "get_init_inputs")
+MODULE_NAME = "tlx_program"
+
+
+class Candidate:
+    def __init__(self) -> None:
+        self.steps: Steps | None = None
+        self.module: Any = None
+        self.new: Any = None
+        self.timed_inputs: list[Any] | None = None
+        self.flags: list[str] = []
+
+    # -- commands ---------------------------------------------------------------------------------------------
+    def load(self, msg: dict[str, Any]) -> dict[str, Any]:
+        options, device = EvalOptions.from_dict(msg["options"]), str(msg["device"])
+        if msg.get("triton_cache_dir"):
+            os.environ["TRITON_CACHE_DIR"] = str(msg["triton_cache_dir"])
+        path = str(msg["program"])
+        sys.argv = [path]
+        process.set_limits(options, device)
+        from runner.child import setup
+
+        setup.device_runtime(options, device, gate_hooks=False)
+        from runner.child import guard
+
+        guard.install([os.getcwd(), os.environ.get("TRITON_CACHE_DIR", ""), *options.write_roots])
+        self.steps = steps = Steps(path, options, device, lambda _text: None)
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            source = fh.read()
+        try:
+            compile(source, path, "exec")
+        except (SyntaxError, ValueError) as exc:
+            raise fail(ErrorType.SYNTAX_ERROR, f"{type(exc).__name__}: {exc}", exception=type(exc).__name__) from None
+        if device == "cuda":
+            from runner.child import timing
+
+            timing.pin_clocks()
+        self.module = steps.guarded("load", "importing the program", import_file, path, MODULE_NAME)
+        missing = [name for name in REQUIRED if not callable(getattr(self.module, name, None))]
+        if missing:
+            raise fail(ErrorType.MISSING_SYMBOL, f"program does not define {', '.join(missing)}")
+        init = steps.init_inputs(self.module)
+        model = steps.model(self.module, "Model", init)
+        self.new = steps.model(self.module, "ModelNew", init)
+        steps.guarded("init", "loading Model's state into ModelNew", self.load_state, model, self.new)
+        del model
+        from runner.child.launches import declared_kernels
+
+        return {"flags": list(self.flags), "autotunes": "autotune" in source,
+                "kernels": sorted(declared_kernels(self.module))}
+
+    def load_state(self, model: Any, new: Any) -> None:
+        ref, cand = model.state_dict(), new.state_dict()
+        same = {k: v for k, v in ref.items() if k in cand and tuple(cand[k].shape) == tuple(v.shape)}
+        if same:
+            new.load_state_dict({**cand, **same})
+            self.flags.append(f"state_loaded:{len(same)}/{len(cand)}")
+
+    def compile_pass(self, msg: dict[str, Any]) -> dict[str, Any]:
+        import torch
+
+        from runner.child import autotune
+
+        inputs = self.steps.inputs(self.module, int(msg["seed"]))
+        devices = [torch.cuda.current_device()] if self.steps.device == "cuda" else []
+        with torch.no_grad(), torch.random.fork_rng(devices=devices), autotune.compile_pass() as tuners:
+            self.steps.guarded("correctness", "ModelNew forward (compiling autotuned configs)",
+                               self.steps.forward, self.new, cloned(inputs), hold=None)
+        return {"tuners": len(tuners)}
+
+    def forward(self, msg: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+        inputs = self.steps.inputs(self.module, int(msg["seed"]))
+        return self._outputs(inputs, "ModelNew forward")
+
+    def _outputs(self, inputs: list[Any], context: str) -> tuple[dict[str, Any], list[Any]]:
+        import torch
+
+        from runner.child.compare import flatten
+
+        digest = inputs_digest(inputs)
+        with torch.no_grad():
+            out = self.steps.guarded("correctness", context, self.steps.forward, self.new, inputs, hold=None)
+        described, payloads = self.steps.guarded("correctness", "handing the outputs over",
+                                                 lambda: encode_outputs(flatten(out)), hold=None)
+        return {"digest": digest, "outputs": described}, payloads
+
+    def launches(self, msg: dict[str, Any]) -> dict[str, Any]:
+        import torch
+
+        from runner.child.launches import account
+
+        inputs = self.steps.inputs(self.module, int(msg["seed"]))
+        with torch.no_grad():
+            record = self.steps.guarded("launches", "ModelNew forward (recording launches)", account,
+                                        lambda: self.new(*inputs), self.module, self.steps.device, hold=None)
+        return {"launches": record}
+
+    def time(self, msg: dict[str, Any]) -> dict[str, Any]:
+        import torch
+
+        from runner.child import timing
+
+        self.timed_inputs = inputs = self.steps.inputs(self.module, int(msg["seed"]), stage="timing")
+        opts = TimingOptions(**msg["timing"])
+        with torch.no_grad():
+            t, flags = self.steps.guarded("timing", "timing ModelNew",
+                                          lambda: timing.time_callable(lambda: self.new(*inputs), opts), hold=None)
+        return {"timing": t.to_dict(), "flags": flags}
+
+    def recheck(self, msg: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+        import torch
+
+        if self.timed_inputs is None:  # not timed (the CPU interpreter): one call on the first values instead
+            self.timed_inputs = self.steps.inputs(self.module, int(msg["first_seed"]), stage="recheck")
+            with torch.no_grad():
+                self.steps.guarded("recheck", "ModelNew forward (before the recheck)", self.steps.forward, self.new,
+                                   self.timed_inputs, hold=None)
+        fresh = self.steps.inputs(self.module, int(msg["seed"]), stage="recheck")
+        with torch.no_grad():
+            for kept, new in zip(self.timed_inputs, fresh, strict=True):
+                if isinstance(kept, torch.Tensor) and isinstance(new, torch.Tensor):
+                    kept.copy_(new)
+        return self._outputs(self.timed_inputs, "ModelNew forward (recheck on fresh values)")
+
+    def finish(self, msg: dict[str, Any]) -> dict[str, Any]:
+        from runner.child import guard, setup
+
+        return {"flags": setup.runtime_flags(self.steps.device if self.steps else "")
+                + [f"refused: {what}" for what in dict.fromkeys(guard.refused())]}
+
+
+def serve(stream_in: Any, stream_out: Any) -> None:
+    candidate = Candidate()
+    while True:
+        msg = receive(stream_in)
+        cmd = msg.get("cmd")
+        handler = getattr(candidate, str(cmd), None) if cmd in COMMANDS else None
+        if handler is None:
+            send(stream_out, {"ok": False, "failure": {"error_type": "runtime_error", "message": f"unknown command {cmd!r}"}})
+            continue
+        try:
+            answer = handler(msg)
+        except Stop as stop:
+            v = stop.verdict
+            send(stream_out, {"ok": False, "failure": {"error_type": v.error_type, "message": v.message,
+                                                       "exception": v.exception, "traceback": v.traceback}})
+            continue
+        except Exception as exc:  # the harness's own failure here
+            send(stream_out, {"ok": False, "failure": {"error_type": "runtime_error", "message":
+                                                       f"candidate harness error: {type(exc).__name__}: {exc}",
+                                                       "exception": type(exc).__name__, "harness": True}})
+            continue
+        header, payloads = answer if isinstance(answer, tuple) else (answer, [])
+        send(stream_out, {"ok": True, **header}, payloads)
+        if cmd == "finish":
+            return
+
+
+COMMANDS = ("load", "compile_pass", "forward", "launches", "time", "recheck", "finish")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="runner.child.candidate")
+    parser.add_argument("--fd", type=int, required=True, help="this end of the judge's socket pair")
+    parser.add_argument("--parent-pid", type=int, required=True)
+    args = parser.parse_args(argv)
+    if not process.die_with_parent(args.parent_pid):
+        return 5
+    process.prewarm()
+    sock = socket.socket(fileno=args.fd)
+    stream_in, stream_out = sock.makefile("rb"), sock.makefile("wb")
+    set_seed(0)
+    try:
+        serve(stream_in, stream_out)
+    except (OSError, ValueError, LinkError):
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(int(code))

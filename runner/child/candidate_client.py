@@ -1,0 +1,203 @@
+"""The judge's handle on its candidate process (`runner.child.candidate`): start it, send commands, read answers.
+
+The candidate is started while the judge warms up (so a spare's candidate has imported torch and triton too),
+in the judge's process group (the sandbox's kill and memory watch cover it), with only its end of the socket
+pair: the judge's verdict channel, spec pipe and memory are out of its reach. Where the judge runs as root, the
+candidate runs as an unprivileged user (`TLX_RUNNER_CANDIDATE_UID`, default 65534 "nobody"; `same` keeps the
+judge's) with no supplementary groups and no way to gain privileges (no_new_privs, set on the judge before the
+start and inherited), so it cannot read the judge's /proc files or signal it. Its folder (HOME, TMPDIR, cwd) is
+`<job>/candidate`."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from runner.child.link import LinkError, decode_outputs, receive, send
+from runner.child.steps import Stop
+from runner.result import ErrorType, RunResult
+
+UID_ENV = "TLX_RUNNER_CANDIDATE_UID"
+NOBODY = 65534
+PR_SET_NO_NEW_PRIVS = 38
+EXIT_WAIT_S = 5.0
+
+
+def _others_can_reach(path: str) -> bool:
+    """Whether a user who owns nothing on the way can read `path` (every folder above it searchable)."""
+    real = os.path.realpath(path)
+    try:
+        if not os.stat(real).st_mode & stat.S_IROTH:
+            return False
+        parent = os.path.dirname(real)
+        while True:
+            if not os.stat(parent).st_mode & stat.S_IXOTH:
+                return False
+            if parent == os.path.dirname(parent):
+                return True
+            parent = os.path.dirname(parent)
+    except OSError:
+        return False
+
+
+def _runtime_paths() -> list[str]:
+    import runner
+    import torch
+    import triton
+
+    return [sys.executable, *(os.path.dirname(m.__file__) for m in (runner, torch, triton))]
+
+
+def candidate_identity(env: dict[str, str] | None = None) -> tuple[tuple[int, int] | None, str]:
+    """((uid, gid) the candidate runs as, or None to keep the judge's; why). The judge's user is kept when it is
+    not root, when `TLX_RUNNER_CANDIDATE_UID=same`, or when the interpreter or the packages it needs are out of
+    an unprivileged user's reach (a Python under /root)."""
+    raw = (os.environ if env is None else env).get(UID_ENV, "").strip().lower()
+    if os.geteuid() != 0:
+        return None, "the judge is not root: the candidate runs as the same user"
+    if raw in ("same", "none"):
+        return None, f"{UID_ENV}={raw}: the candidate runs as the judge's user"
+    unreachable = [p for p in _runtime_paths() if not _others_can_reach(p)]
+    if unreachable:
+        return None, f"{unreachable[0]} is out of an unprivileged user's reach: the candidate runs as root"
+    uid = int(raw) if raw.isdigit() else NOBODY
+    return (uid, uid), f"the candidate runs as uid {uid}"
+
+
+def _no_new_privs() -> None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def open_for(path: Path, identity: tuple[int, int] | None, writable: bool = True) -> None:
+    """Let the candidate's user reach `path` (and, when `writable`, write in it)."""
+    if identity is None:
+        return
+    try:
+        os.chmod(path, 0o1777 if writable else 0o755)
+    except OSError:
+        pass
+
+
+class CandidateProcess:
+    def __init__(self, work: Path) -> None:
+        self.identity, self.identity_note = candidate_identity()
+        self.folder = work / "candidate"
+        self.folder.mkdir(exist_ok=True)
+        if self.identity is not None:
+            for folder in (work.parent, work):  # traversable, not listable
+                try:
+                    os.chmod(folder, 0o711)
+                except OSError:
+                    pass
+            open_for(self.folder, self.identity)
+            _no_new_privs()
+        judge_end, candidate_end = socket.socketpair()
+        env = {**os.environ, "HOME": str(self.folder), "TMPDIR": str(self.folder), "TRITON_HOME": str(self.folder)}
+        extra: dict[str, Any] = {}
+        if self.identity is not None:
+            extra = {"user": self.identity[0], "group": self.identity[1], "extra_groups": []}
+        cmd = [sys.executable, "-P", "-m", "runner.child.candidate", "--fd", str(candidate_end.fileno()),
+               "--parent-pid", str(os.getpid())]
+        try:
+            self.proc = subprocess.Popen(cmd, cwd=self.folder, env=env, stdin=subprocess.DEVNULL,
+                                         pass_fds=(candidate_end.fileno(),), **extra)
+        finally:
+            candidate_end.close()
+        self.sock = judge_end
+        self.rd, self.wr = judge_end.makefile("rb"), judge_end.makefile("wb")
+
+    @property
+    def uid(self) -> int:
+        return self.identity[0] if self.identity else os.geteuid()
+
+    def request(self, cmd: str, **fields: Any) -> dict[str, Any]:
+        """Send one command and read its answer's header (`ask` then `answer`)."""
+        self.ask(cmd, **fields)
+        return self.answer()
+
+    def ask(self, cmd: str, **fields: Any) -> None:
+        try:
+            send(self.wr, {"cmd": cmd, **fields})
+        except OSError as exc:
+            raise Stop(self.broken(exc)) from None
+
+    def answer(self) -> dict[str, Any]:
+        """The next answer's header; a failure the candidate reports raises Stop with it as the verdict, and so
+        does a dead or broken candidate, with the crash as the verdict."""
+        try:
+            header = receive(self.rd)
+        except (LinkError, OSError) as exc:
+            raise Stop(self.broken(exc)) from None
+        if header.get("ok") is not True:
+            raise Stop(_failure(header.get("failure")))
+        return header
+
+    def outputs(self, header: dict[str, Any], device: str, max_bytes: int) -> list[Any]:
+        try:
+            return decode_outputs(self.rd, header, device, max_bytes)
+        except (LinkError, OSError) as exc:
+            raise Stop(self.broken(exc)) from None
+
+    def broken(self, exc: Exception) -> RunResult:
+        """The verdict when the link broke: the candidate's death (by signal: `crashed`) or its protocol error."""
+        code = self._exit_code()
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return RunResult.failed(ErrorType.CRASHED, f"the candidate process was killed by {name}",
+                                    exception=name, flags=["candidate_crashed"])
+        if code is not None:
+            return RunResult.failed(ErrorType.CRASHED, f"the candidate process exited with status {code} "
+                                    f"without answering ({exc})", flags=["candidate_crashed"])
+        self.kill()
+        return RunResult.failed(ErrorType.RUNTIME_ERROR, f"the candidate process broke the link: {exc}",
+                                flags=["candidate_protocol_error"])
+
+    def _exit_code(self) -> int | None:
+        try:
+            return self.proc.wait(EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def finish(self) -> list[str]:
+        """Ask for the candidate's own flags and end it."""
+        try:
+            flags = self.request("finish").get("flags") or []
+        except Stop:
+            flags = []
+        self.kill()
+        return [str(f) for f in flags if isinstance(f, str)][:50]
+
+
+def _failure(raw: Any) -> RunResult:
+    """A failure the candidate reported, as a verdict (only known error types; bounded texts)."""
+    raw = raw if isinstance(raw, dict) else {}
+    try:
+        error_type = ErrorType(raw.get("error_type"))
+    except ValueError:
+        error_type = ErrorType.RUNTIME_ERROR
+    if error_type is ErrorType.OK:
+        error_type = ErrorType.RUNTIME_ERROR
+    text = {k: str(raw[k])[:limit] if raw.get(k) is not None else None
+            for k, limit in (("message", 4000), ("exception", 200), ("traceback", 8000))}
+    return RunResult.failed(error_type, text["message"] or "the candidate failed", exception=text["exception"],
+                            traceback=text["traceback"], flags=["harness_error"] if raw.get("harness") else [])

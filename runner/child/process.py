@@ -1,0 +1,103 @@
+"""What every child process of a job (the judge, `runner.child.main`, and the candidate,
+`runner.child.candidate`) does to itself: die with its parent, warm up while it waits, set its resource
+limits, pick its device and its CPU threads."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import resource
+import signal
+import sys
+
+from runner.options import EvalOptions
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int) -> bool:
+    """SIGKILL this process when its parent goes (Linux); False if the parent is already gone."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    return os.getppid() == parent_pid  # checked after prctl: a parent that died before it is caught here
+
+
+def prewarm() -> None:
+    """Import torch and triton and warm the CUDA stack (`runner.child.warmup`) while waiting for a job; a failure shows
+    up again in the job."""
+    try:
+        from runner.child import warmup
+
+        warmup.warm_cuda()
+    except Exception:
+        pass
+
+
+def _user_tasks(uid: int) -> int:
+    """Threads of all processes of `uid` (what RLIMIT_NPROC counts)."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/status") as fh:
+                fields = dict(line.split(":", 1) for line in fh if ":" in line)
+            if int(fields["Uid"].split()[0]) == uid:
+                total += int(fields["Threads"])
+        except (OSError, KeyError, ValueError):
+            continue
+    return total
+
+
+def _limit(which: int, value: int) -> None:
+    try:
+        _, hard = resource.getrlimit(which)
+        value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        resource.setrlimit(which, (value, value))
+    except (ValueError, OSError):
+        pass
+
+
+def set_limits(options: EvalOptions, device: str) -> None:
+    _limit(resource.RLIMIT_CORE, 0)
+    _limit(resource.RLIMIT_FSIZE, options.file_size_limit_bytes)
+    cpu_s = int(options.timeout_s * max(2, os.cpu_count() or 1)) + 30  # backstop; the parent's clock rules
+    _limit(resource.RLIMIT_CPU, cpu_s)
+    if os.getuid() != 0:
+        _limit(resource.RLIMIT_NPROC, _user_tasks(os.getuid()) + options.nproc_extra)
+    if device == "cpu":  # CUDA maps large private regions; there the parent's RSS watchdog is the limit
+        _limit(resource.RLIMIT_DATA, options.memory_limit_bytes)
+
+
+def cuda_cpu_threads() -> int:
+    """Torch's CPU threads in a CUDA job: a few. Inputs are made and programs do host work on the CPU, and jobs
+    and warming spares of every GPU share the host's cores; torch's default (one thread per core in every
+    process) oversubscribes them, and its spinning thread pools then turn milliseconds of host work into
+    seconds. `TLX_RUNNER_CPU_THREADS` overrides (`runner.config`)."""
+    from runner.config import RunnerConfig
+
+    return RunnerConfig.from_env().child_cpu_threads()
+
+
+def synchronize() -> None:
+    """Wait for this process's queued GPU work; a broken context (a CUDA error) has none left to wait for."""
+    try:
+        import torch
+
+        if torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+    except Exception:
+        pass
+
+
+def resolve_device(requested: str) -> str:
+    import torch
+
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return requested
