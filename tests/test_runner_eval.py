@@ -19,7 +19,9 @@ import torch
 from runner.child import compare
 from runner.child.classify import classify, error_type_of
 from runner.child.compare import compare_outputs
-from runner.child.evaluate import Evaluation, apply_backend_flags, method_record
+from runner.child.evaluate import method_record
+from runner.child.setup import apply_backend_flags
+from runner.child.steps import Steps
 from runner.child.timing import SOURCE_EVENTS, SOURCE_WALL, decide, launch_bound, rel_err_of_median, summarize
 from runner.options import GIB, EvalOptions
 from runner.pool.sandbox import close_spares, evaluate_in_sandbox
@@ -448,12 +450,12 @@ def test_inputs_made_on_the_jobs_device(tmp_path):
     spec = importlib.util.spec_from_file_location("p_inputs", program)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    ev = Evaluation(str(program), EvalOptions(device="cpu"), "cpu", lambda _stage: None)
+    ev = Steps(str(program), EvalOptions(device="cpu"), "cpu", lambda _stage: None)
     first, again = ev.inputs(module, 7), ev.inputs(module, 7)
     assert torch.equal(first[0], again[0]) and module.seen == ["cpu", "cpu"]
-    meta = Evaluation(str(program), EvalOptions(device="cpu"), "meta", lambda _stage: None)
+    meta = Steps(str(program), EvalOptions(device="cpu"), "meta", lambda _stage: None)
     assert meta.inputs(module, 7)[0].device.type == "meta" and module.seen[-1] == "meta"
-    on_cpu = Evaluation(str(program), EvalOptions(device="cpu", inputs_device="cpu"), "meta", lambda _stage: None)
+    on_cpu = Steps(str(program), EvalOptions(device="cpu", inputs_device="cpu"), "meta", lambda _stage: None)
     assert on_cpu.inputs(module, 7)[0].device.type == "meta" and module.seen[-1] == "cpu"  # made on CPU, moved
 
 
@@ -467,8 +469,8 @@ def test_models_made_on_the_jobs_device():
             seen.append(torch.empty(0).device.type)
             self.linear = torch.nn.Linear(4, 4)
 
-    on_job = Evaluation("p.py", EvalOptions(device="cpu"), "meta", lambda _stage: None).construct(Net, [])()
-    on_cpu = Evaluation("p.py", EvalOptions(device="cpu", inputs_device="cpu"), "meta", lambda _s: None).construct(Net, [])()
+    on_job = Steps("p.py", EvalOptions(device="cpu"), "meta", lambda _stage: None).constructed(Net, [])()
+    on_cpu = Steps("p.py", EvalOptions(device="cpu", inputs_device="cpu"), "meta", lambda _s: None).constructed(Net, [])()
     assert seen == ["meta", "cpu"]
     assert on_job.linear.weight.device.type == on_cpu.linear.weight.device.type == "meta"
 

@@ -13,14 +13,16 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from runner.bulk.backends import LocalBackend, Task
 from runner.child import timing
-from runner.child.evaluate import Evaluation
+from runner.child.evaluate import Judge
+from runner.child.steps import Stop, inputs_digest
 from runner.options import GIB, EvalOptions
-from runner.pool.gate import EXCLUSIVE, SHARED, GpuGate
+from runner.pool.gate import EXCLUSIVE, NO_GATE, SHARED, GpuGate
 from runner.pool.sandbox import close_spares, evaluate_in_sandbox
-from runner.result import Timing
+from runner.result import ErrorType, Timing
 from runner.service.workers import Slot, make_slots
 from runner.spec import RunSpec
 from tests.programs import runner_program
@@ -101,14 +103,15 @@ TIMED_SECTION = '''
 import json, os, time
 from runner.pool.gate import current
 
-with current().shared():
-    time.sleep(0.2)
-with current().exclusive():  # stands for the timing stage: the parent's gate must keep it alone
-    start = time.time()
-    time.sleep(0.5)
-    end = time.time()
-with open(os.path.join({folder!r}, str(os.getpid())), "w") as fh:
-    json.dump([start, end], fh)
+if __name__ == "tlx_reference":  # in the judge, which holds the job's gate (the candidate process has none)
+    with current().shared():
+        time.sleep(0.2)
+    with current().exclusive():  # stands for the timing stage: the parent's gate must keep it alone
+        start = time.time()
+        time.sleep(0.5)
+        end = time.time()
+    with open(os.path.join({folder!r}, str(os.getpid())), "w") as fh:
+        json.dump([start, end], fh)
 '''
 
 
@@ -148,7 +151,8 @@ def test_scheduler_never_overlaps_two_timing_stages(tmp_path):
 
 
 class FakeChildGate:
-    """Stands for a CUDA job's ChildGate in an in-process Evaluation: records each hold in `events`."""
+    """Stands for a CUDA job's ChildGate in an in-process Judge: records each hold in `events`; re-entrant like
+    the real one (a step inside a held gate asks nothing)."""
 
     def __init__(self, events: list[str]) -> None:
         self.events, self.held = events, None
@@ -158,12 +162,15 @@ class FakeChildGate:
 
         class Hold:
             def __enter__(self):
-                gate.events.append(f"enter {mode}")
-                gate.held = mode
+                self.outer = gate.held is None
+                if self.outer:
+                    gate.events.append(f"enter {mode}")
+                    gate.held = mode
 
             def __exit__(self, *exc):
-                gate.events.append(f"exit {mode}")
-                gate.held = None
+                if self.outer:
+                    gate.events.append(f"exit {mode}")
+                    gate.held = None
 
         return Hold()
 
@@ -174,114 +181,133 @@ class FakeChildGate:
         return self.hold(EXCLUSIVE)
 
 
-def test_timing_stage_holds_the_exclusive_gate(monkeypatch, tmp_path):
-    """Evaluation.time_both times ModelNew and Model inside the exclusive gate, nothing of it outside."""
-    events: list[str] = []
+class FakeCandidate:
+    """Stands for the candidate process: answers each command at once (ModelNew doubles its input, made from
+    `module.get_inputs`) and records under which gate mode the judge asked."""
+
+    identity, identity_note, uid = None, "in-process test", 0
+
+    def __init__(self, gate: FakeChildGate, module, tuners: int = 0) -> None:
+        self.gate, self.module, self.tuners = gate, module, tuners
+        self.asked: list[str] = []
+        self.pending: list[dict] = []
+
+    def ask(self, cmd, **fields):
+        self.asked.append(f"{cmd} under {self.gate.held}")
+        inputs = self.module.get_inputs()
+        answer = {"ok": True, "flags": [], "autotunes": True, "tuners": self.tuners}
+        if cmd in ("forward", "recheck"):
+            answer.update(digest=inputs_digest(inputs), outputs=[inputs[0] * 2])
+        if cmd == "time":
+            answer.update(timing=Timing(0.5, 0.5, 0.0, 0.5, 0.5, 1).to_dict(), flags=[])
+        if cmd == "launches":
+            answer.update(launches={"checked": True, "triton_launches": 1})
+        self.pending.append(answer)
+
+    def answer(self):
+        return self.pending.pop(0)
+
+    def request(self, cmd, **fields):
+        self.ask(cmd, **fields)
+        return self.answer()
+
+    def outputs(self, header, device, max_bytes):
+        return header["outputs"]
+
+
+class Module:
+    @staticmethod
+    def get_inputs():
+        return [torch.ones(4)]
+
+
+def fake_judge(tmp_path, events, trials=2, tuners=0):
     fake = FakeChildGate(events)
+    candidate = FakeCandidate(fake, Module, tuners)
+    judge = Judge(str(tmp_path / "p.py"), EvalOptions(device="cpu", trials=trials), "cpu", lambda _s: None, NO_GATE,
+                  candidate)
+    judge.gate = judge.steps.gate = fake  # as on a CUDA job (a CPU job has no gate)
+    return judge, candidate
+
+
+def test_timing_stage_holds_the_exclusive_gate(monkeypatch, tmp_path):
+    """The judge times ModelNew (in the candidate's process) and Model inside the exclusive gate, nothing of it
+    outside; making the timing inputs is shared work before it."""
+    events: list[str] = []
 
     def fake_time(fn, opts):
-        events.append(f"time under {fake.held}")
+        events.append(f"time Model under {judge.gate.held}")
         fn()
         return Timing(1.0, 1.0, 0.0, 1.0, 1.0, 1), []
 
     monkeypatch.setattr(timing, "time_callable", fake_time)
-    ev = Evaluation(str(tmp_path / "p.py"), EvalOptions(device="cpu"), "cpu", lambda _s: None)
-    ev.gate = fake  # as on a CUDA job (a CPU job has no gate)
-
-    class Module:
-        @staticmethod
-        def get_inputs():
-            return [1.0]
-
-    result = ev.time_both(Module, lambda x: x, lambda x: x)
-    assert result.status == "ok" and result.speedup == 1.0
-    assert events == ["enter shared", "exit shared", "enter exclusive", "time under exclusive",
-                      "time under exclusive", "exit exclusive"]
+    judge, candidate = fake_judge(tmp_path, events)
+    result = judge.time_both(Module, lambda x: x)
+    assert result.status == "ok" and result.speedup == 2.0
+    assert candidate.asked == ["time under exclusive"]
+    assert events == ["enter shared", "exit shared", "enter exclusive", "time Model under exclusive",
+                      "exit exclusive"]
 
 
-@pytest.mark.parametrize("autotunes", [True, False])
-def test_an_autotuning_program_compiles_shared_then_tunes_alone(monkeypatch, tmp_path, autotunes):
-    """On a shared GPU, a program that autotunes makes its first ModelNew call twice: a compile pass (on copies
-    of the inputs) under the shared gate, then the call that tunes and is compared, with the GPU alone; the other
-    trials and a program that does not autotune stay shared."""
-    import contextlib
-
-    import torch
-
-    from runner.child import autotune
-
+@pytest.mark.parametrize("tuners", [1, 0])
+def test_an_autotuning_program_compiles_shared_then_tunes_alone(tmp_path, tuners):
+    """On a shared GPU, a program that autotunes makes its first ModelNew call twice: a compile pass under the
+    shared gate, then the call that tunes and is compared, with the GPU alone; the other trials and a program
+    whose autotuners did not run stay shared. The first trial asks the candidate before the reference runs."""
     events: list[str] = []
-    fake = FakeChildGate(events)
-    compiling = [False]
+    judge, candidate = fake_judge(tmp_path, events, tuners=tuners)
+    judge.autotunes = True
+    judge.correctness(Module, lambda x: x * 2)
+    first = ["compile_pass under shared", "forward under exclusive" if tuners else "forward under shared"]
+    assert candidate.asked == first + ["forward under shared"]
+    assert judge.correct_trials == 2
 
-    @contextlib.contextmanager
-    def fake_compile_pass():
-        compiling[0] = True
-        try:
-            yield {1: "an autotuner"} if autotunes else {}
-        finally:
-            compiling[0] = False
 
-    monkeypatch.setattr(autotune, "compile_pass", fake_compile_pass)
-    ev = Evaluation(str(tmp_path / "p.py"), EvalOptions(device="cpu", trials=2), "cpu", lambda _s: None)
-    ev.gate, ev.autotunes = fake, True
+def test_recheck_on_fresh_values_catches_a_reused_output(tmp_path):
+    """The recheck compares ModelNew's output on fresh values with Model's; a candidate that hands back what it
+    returned before fails with `output_reused`."""
+    events: list[str] = []
+    judge, candidate = fake_judge(tmp_path, events)
+    judge.recheck(Module, lambda x: x * 2)
+    assert candidate.asked == ["recheck under shared"]
 
-    class Module:
+    class Fresh:
+        calls = [0]
+
         @staticmethod
         def get_inputs():
-            return [torch.ones(4)]
+            Fresh.calls[0] += 1
+            return [torch.ones(4) * Fresh.calls[0]]
 
-    def new(x):
-        events.append(f"ModelNew under {fake.held}{' compiling' if compiling[0] else ''}")
+    judge, candidate = fake_judge(tmp_path, events)
+    candidate.module = Module  # the candidate's answer stays the old one: ones * 2
+    with pytest.raises(Stop) as stop:
+        judge.recheck(Fresh, lambda x: x * 2 + 1)
+    assert stop.value.verdict.error_type == "output_mismatch" and "output_reused" in judge.flags
+
+
+def test_the_reference_runs_under_the_gate_and_running_out_of_memory_there_is_out_of_memory(tmp_path):
+    """The judge's reference call is GPU work: it holds the shared gate, and an out-of-memory error there is the
+    verdict `out_of_memory` (a job then runs again alone), not a harness error."""
+    events: list[str] = []
+    judge, _ = fake_judge(tmp_path, events)
+    held: list[str | None] = []
+
+    def model(x):
+        held.append(judge.gate.held)
         return x * 2
 
-    ev.correctness(Module, lambda x: x * 2, new)
-    calls = [e for e in events if e.startswith("ModelNew")]
-    first = ["ModelNew under shared compiling", "ModelNew under exclusive"] if autotunes else [
-        "ModelNew under shared compiling", "ModelNew under shared"]
-    assert calls == first + ["ModelNew under shared"]
-    assert ev.correct_trials == 2
+    judge.correctness(Module, model)
+    assert held == [SHARED, SHARED] and judge.correct_trials == 2
 
-
-def test_input_copies_are_made_under_the_gate_and_running_out_of_memory_there_is_out_of_memory(monkeypatch,
-                                                                                                 tmp_path):
-    """Copying a trial's inputs is GPU work: it holds the shared gate (never beside another job's timing), and an
-    out-of-memory error while copying is the verdict `out_of_memory` (a job then runs again alone), not a
-    harness error."""
-    import torch
-
-    from runner.child import evaluate
-    from runner.child.evaluate import _Stop
-    from runner.result import ErrorType
-
-    held: list[str | None] = []
-    fake = FakeChildGate([])
-    real_cloned = evaluate._cloned
-
-    def recording_cloned(values):
-        held.append(fake.held)
-        return real_cloned(values)
-
-    class Module:
-        @staticmethod
-        def get_inputs():
-            return [torch.ones(4)]
-
-    monkeypatch.setattr(evaluate, "_cloned", recording_cloned)
-    ev = Evaluation(str(tmp_path / "p.py"), EvalOptions(device="cpu", trials=2), "cpu", lambda _s: None)
-    ev.gate = fake
-    ev.correctness(Module, lambda x: x * 2, lambda x: x * 2)
-    assert held == [SHARED, SHARED] and ev.correct_trials == 2
-
-    def no_memory(values):
+    def no_memory(x):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 3.00 GiB")
 
-    monkeypatch.setattr(evaluate, "_cloned", no_memory)
-    ev = Evaluation(str(tmp_path / "p.py"), EvalOptions(device="cpu", trials=2), "cpu", lambda _s: None)
-    with pytest.raises(_Stop) as stop:
-        ev.correctness(Module, lambda x: x * 2, lambda x: x * 2)
+    judge, _ = fake_judge(tmp_path, events)
+    with pytest.raises(Stop) as stop:
+        judge.correctness(Module, no_memory)
     assert stop.value.verdict.error_type == ErrorType.OUT_OF_MEMORY
-    assert "copying the inputs" in stop.value.verdict.message
+    assert "Model forward" in stop.value.verdict.message
 
 
 def test_a_harness_failure_is_a_runtime_error_unless_out_of_memory():
