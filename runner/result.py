@@ -63,6 +63,7 @@ class Timing:
     wall_median_ms: float | None = None  # median host wall time, call to after the device synchronize
     host_overhead_ms: float | None = None  # wall median of an empty call timed the same way
     host_call_ms: float | None = None  # median host time for the call to return (its launch cost), batched trials
+    fresh_median_ms: float | None = None  # median with fresh values written into the inputs before each call
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -15,6 +15,9 @@
 #      job at a time (their timings become labels), those labelled null (failures) with 4 jobs per GPU
 #   3: GPU tests; 40 correct rows of part 1 again with JOBS jobs (run-to-run timing), 12 rows of part 1 one at a
 #      time (verdicts as with overlap?), a warm service's re-run latency
+#   j: environment and the sandbox's view of the GPU; GPU tests (the cheat set included); the first ROWS (120)
+#      rows of the shuffled selection with the default jobs per GPU (the separate judge, launches, recheck)
+#   o: the same rows with the code before the separate judge (`git archive 963d784` unpacked in var/old)
 set -u
 export PYTHONUNBUFFERED=1
 OUTD=${OUT:-/tmp/tlx-out}; mkdir -p "$OUTD"
@@ -36,7 +39,8 @@ environment() {
 }
 gpu_tests() {
   step "GPU tests"
-  timeout 100 python3 -m pytest -q -m gpu tests/test_runner_gpu.py tests/test_reliability_sandbox.py -p no:cacheprovider 2>&1 | tail -8 | tee -a "$LOG"
+  timeout "${GPU_TESTS_S:-100}" python3 -m pytest -q -m gpu tests/test_runner_gpu.py tests/test_reliability_sandbox.py \
+    ${GPU_TEST_FILES:-} -p no:cacheprovider 2>&1 | tail -25 | tee -a "$LOG"
 }
 JOBS=${JOBS:-6}  # jobs per GPU of parts 1, 1b and 3 (part c compares 6 and 4)
 SHUFFLE=(--shuffle 1)  # the selection in a seeded random order: sorted by id, its heaviest (level 3) rows come last
@@ -81,6 +85,22 @@ c)  # calibration: the same 48 rows of the selection with 6, then 4 jobs per GPU
   step "warm service re-run latency"
   timeout 60 "${BENCH[@]}" latency --programs "$ST/ok.jsonl" --results "$ST/b3/results.jsonl" --rows 3 --out "$ST/b5" 2>&1 | tail -12 | tee -a "$LOG"
   ;;
-*) echo "usage: [JOBS=N] $0 c|1|1b|2|3" >&2; exit 2 ;;
+j)
+  environment
+  step "the sandbox's view of the GPU"
+  { ls -l /dev/nvidia* | head -5; id nobody; python3 -c "import sys; print(sys.executable)"; } 2>&1 | tee -a "$LOG"
+  GPU_TESTS_S=260 GPU_TEST_FILES=tests/test_cheats_gpu.py gpu_tests
+  step "${ROWS:-120} rows, default jobs per GPU"
+  bench "${ROWS_S:-300}" run --programs var/gpu/sel300.jsonl "${SHUFFLE[@]}" --rows "${ROWS:-120}" \
+    --budget-s "$((${ROWS_S:-300} - 40))" --out "$ST/j1"
+  keep j1 judge
+  ;;
+o)
+  step "${ROWS:-120} rows, default jobs per GPU, the code before the separate judge"
+  (cd var/old && timeout -s INT "${ROWS_S:-300}" python3 scripts/bench_runner.py run --programs ../gpu/sel300.jsonl \
+    "${SHUFFLE[@]}" --rows "${ROWS:-120}" --budget-s "$((${ROWS_S:-300} - 40))" --out "$ST/o1" 2>&1 | tail -4 | tee -a "$LOG")
+  keep o1 before_judge
+  ;;
+*) echo "usage: [JOBS=N] $0 c|1|1b|2|3|j|o" >&2; exit 2 ;;
 esac
 step "end"

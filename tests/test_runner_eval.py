@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 DESIGN_KEYS = {
     "id", "status", "error_type", "message", "exception", "traceback", "correct_trials", "trials", "max_abs_diff",
     "max_rel_diff", "timing", "ref_timing", "speedup", "flags", "method", "device", "system",
-    "row_id", "program_sha256", "duration_s", "finished_at", "phases_s", "tolerance_passed", "outputs",
+    "row_id", "program_sha256", "duration_s", "finished_at", "phases_s", "tolerance_passed", "outputs", "launches",
 }
 EXPECTED = {
     "correct_add": None,
@@ -78,13 +78,16 @@ ENV_CHECK = '''
 import os
 assert "TLX_TEST_SECRET" not in os.environ, "secret leaked into the sandbox"
 assert os.environ["HOME"] == os.getcwd(), "HOME is not the job's temp dir"
-assert os.path.dirname(os.environ["TRITON_CACHE_DIR"]) == os.path.dirname(os.getcwd()), "cache not per job"
+if __name__ == "tlx_program":  # the candidate's process (the judge has no Triton cache of its own)
+    assert os.path.basename(os.getcwd()) == "candidate", "not in the job's candidate folder"
+    assert "/tlx-run-" in os.environ["TRITON_CACHE_DIR"], "cache not per job"
 '''
 SHARED_CACHE = '''
 import hashlib, os
-with open(__file__, "rb") as fh:
-    sha = hashlib.sha256(fh.read()).hexdigest()
-assert os.environ["TRITON_CACHE_DIR"] == os.path.join({shared!r}, sha), os.environ["TRITON_CACHE_DIR"]
+if __name__ == "tlx_program":  # the candidate's process: the whole program is its file
+    with open(__file__, "rb") as fh:
+        sha = hashlib.sha256(fh.read()).hexdigest()
+    assert os.environ["TRITON_CACHE_DIR"] == os.path.join({shared!r}, sha), os.environ["TRITON_CACHE_DIR"]
 '''
 
 
@@ -275,7 +278,7 @@ def test_child_dies_with_its_parent(verdicts):
 
 def test_a_job_runs_in_the_waiting_spare(tmp_path):
     pid_file = tmp_path / "pid"
-    program = runner_program("correct_add") + f"\nimport os\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+    program = runner_program("correct_add") + f"\nimport os\nopen({str(pid_file)!r}, 'w').write(str(os.getppid()))\n"
     opts = options(trials=1, work_root=str(tmp_path), write_roots=(str(tmp_path),))
     try:
         evaluate_in_sandbox(program, opts, result_id="warm-up")  # leaves spares for this configuration

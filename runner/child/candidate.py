@@ -20,12 +20,16 @@ What it sends back is only data for the judge to check; a failure it reports is 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
+import signal
 import socket
 import sys
+import traceback
 from typing import Any
 
 from runner.child import process
+from runner.child.classify import classify
 from runner.child.link import LinkError, encode_outputs, receive, send
 from runner.child.steps import Steps, Stop, cloned, fail, import_file, inputs_digest, set_seed
 from runner.options import EvalOptions, TimingOptions
@@ -56,14 +60,17 @@ class Candidate:
         setup.device_runtime(options, device, gate_hooks=False)
         from runner.child import guard
 
-        guard.install([os.getcwd(), os.environ.get("TRITON_CACHE_DIR", ""), *options.write_roots])
+        guard.install([os.getcwd(), os.environ.get("TRITON_CACHE_DIR", ""), *options.write_roots],
+                      protected=(os.getppid(),))
         self.steps = steps = Steps(path, options, device, lambda _text: None)
         with open(path, encoding="utf-8", errors="replace") as fh:
             source = fh.read()
         try:
             compile(source, path, "exec")
         except (SyntaxError, ValueError) as exc:
-            raise fail(ErrorType.SYNTAX_ERROR, f"{type(exc).__name__}: {exc}", exception=type(exc).__name__) from None
+            f = classify(exc, "load", path)
+            tb = "".join(traceback.format_exception_only(type(exc), exc))
+            raise fail(ErrorType.SYNTAX_ERROR, f.message, exception=f.exception, traceback=tb) from None
         if device == "cuda":
             from runner.child import timing
 
@@ -138,7 +145,25 @@ class Candidate:
         with torch.no_grad():
             t, flags = self.steps.guarded("timing", "timing ModelNew",
                                           lambda: timing.time_callable(lambda: self.new(*inputs), opts), hold=None)
+            t.fresh_median_ms = self.steps.guarded(
+                "timing", "timing ModelNew on fresh values",
+                lambda: timing.time_on_fresh_values(lambda: self.new(*inputs), self.refill_from(int(msg["seed"])), opts),
+                hold=None)
+        if timing.faster_on_repeated_inputs(t.median_ms, t.fresh_median_ms):
+            flags.append("faster_on_repeated_inputs")
         return {"timing": t.to_dict(), "flags": flags}
+
+    def refill_from(self, seed: int) -> Any:
+        """A function writing the values `get_inputs()` makes after seed + 1 + k into the timed input tensors."""
+        import torch
+
+        def refill(k: int) -> None:
+            fresh = self.steps.inputs(self.module, seed + 1 + k, stage="timing")
+            for kept, new in zip(self.timed_inputs, fresh, strict=True):
+                if isinstance(kept, torch.Tensor) and isinstance(new, torch.Tensor):
+                    kept.copy_(new)
+
+        return refill
 
     def recheck(self, msg: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
         import torch
@@ -199,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not process.die_with_parent(args.parent_pid):
         return 5
+    faulthandler.enable()  # a crash leaves the Python stack on stderr, whose tail the sandbox keeps
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     process.prewarm()
     sock = socket.socket(fileno=args.fd)
     stream_in, stream_out = sock.makefile("rb"), sock.makefile("wb")

@@ -49,9 +49,10 @@ def _others_can_reach(path: str) -> bool:
 
 
 def _runtime_paths() -> list[str]:
-    import runner
     import torch
     import triton
+
+    import runner
 
     return [sys.executable, *(os.path.dirname(m.__file__) for m in (runner, torch, triton))]
 
@@ -115,6 +116,7 @@ class CandidateProcess:
                                          pass_fds=(candidate_end.fileno(),), **extra)
         finally:
             candidate_end.close()
+        self.stage = "starting"  # the judge's stage, named when the candidate dies
         self.sock = judge_end
         self.rd, self.wr = judge_end.makefile("rb"), judge_end.makefile("wb")
 
@@ -158,11 +160,13 @@ class CandidateProcess:
                 name = signal.Signals(-code).name
             except ValueError:
                 name = f"signal {-code}"
-            return RunResult.failed(ErrorType.CRASHED, f"the candidate process was killed by {name}",
+            error_type = ErrorType.TIMEOUT if -code == signal.SIGXCPU else ErrorType.CRASHED
+            return RunResult.failed(error_type, f"the candidate process was killed by {name} during '{self.stage}'",
                                     exception=name, flags=["candidate_crashed"])
         if code is not None:
-            return RunResult.failed(ErrorType.CRASHED, f"the candidate process exited with status {code} "
-                                    f"without answering ({exc})", flags=["candidate_crashed"])
+            return RunResult.failed(ErrorType.CRASHED, f"the candidate process exited with status {code} without a "
+                                    f"verdict during '{self.stage}'", exception=f"exit {code}",
+                                    flags=["candidate_crashed"])
         self.kill()
         return RunResult.failed(ErrorType.RUNTIME_ERROR, f"the candidate process broke the link: {exc}",
                                 flags=["candidate_protocol_error"])

@@ -50,8 +50,14 @@ def _nbytes(leaves: list[Any]) -> int:
 class Judge:
     def __init__(self, path: str, options: EvalOptions, device: str, emit: Callable[[str], None],
                  gate: ChildGate, candidate: CandidateProcess) -> None:
-        self.path, self.options, self.device, self.emit = path, options, device, emit
+        self.path, self.options, self.device = path, options, device
         self.candidate = candidate
+
+        def emit(text: str, _emit: Callable[[str], None] = emit) -> None:
+            candidate.stage = text
+            _emit(text)
+
+        self.emit = emit
         self.steps = Steps(str(Path(path).with_name("reference.py")), options, device, emit, gate)
         self.gate = self.steps.gate
         self.flags: list[str] = []
@@ -65,7 +71,7 @@ class Judge:
     def load(self, cache_dir: str) -> tuple[Any, Any]:
         """Both sides load at once: the candidate imports the program and builds ModelNew while the judge
         imports the reference part and builds Model. The candidate's failure wins (it is the program's)."""
-        self.emit("load: importing the program (candidate) and its reference part (judge)")
+        self.emit("load: importing the program")
         with self.gate.hold(SHARED):
             self.candidate.ask("load", program=self.path, options=self.options.to_dict(), device=self.device,
                                triton_cache_dir=cache_dir)
@@ -75,6 +81,7 @@ class Judge:
                 model = self.steps.model(module, "Model", init)
             except Stop as stop:
                 module, problem = None, stop
+            self.emit("load: importing the program")
             answer = self.candidate.answer()
         if problem is not None:
             raise problem
@@ -181,6 +188,8 @@ class Judge:
 
     # -- what ran, timing, recheck ---------------------------------------------------------------------------
     def record_launches(self) -> None:
+        """One more call on the first trial's inputs, its launches recorded: a candidate that answers an input it
+        has seen from a cache launches nothing (`no_triton_launch`)."""
         self.emit("launches: ModelNew forward (recording launches)")
         with self.gate.hold(SHARED):
             record = self.candidate.request("launches", seed=self.options.seed + 1).get("launches")

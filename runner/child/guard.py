@@ -6,7 +6,8 @@ Installed just before the program is loaded (`install`), it raises `PermissionEr
 - opening a file for writing, and removing/renaming/truncating/chmod-ing paths, outside the allowed roots (the
   job's temp dir, the Triton cache dir, /dev/null);
 - sending a signal (`os.kill`, `os.killpg`) to a process outside the job's own process group (the job runs in
-  its own session: this keeps it from killing the runner that started it, or the runner's group).
+  its own session: this keeps it from killing the runner that started it, or the runner's group); in the
+  candidate's process, also to its judge or to the group they share.
 Every refusal is recorded; `refused()` lists them (the child turns them into result flags). Audit hooks cannot be
 removed from Python, but code that calls libc directly (ctypes, C extensions) is not seen: this stops accidents
 and naive abuse, it is not a security boundary (RELIABILITY.md says what is)."""
@@ -23,6 +24,7 @@ _PATH_EVENTS = {"os.remove": 0, "os.rmdir": 0, "os.rename": 1, "os.truncate": 0,
                 "shutil.rmtree": 0, "os.symlink": 1, "os.link": 1, "os.mkdir": 0}
 _refused: list[str] = []
 _roots: tuple[str, ...] = ()
+_protected: frozenset[int] = frozenset()  # pids never signalled (the candidate's judge)
 
 
 def refused() -> list[str]:
@@ -46,8 +48,11 @@ def _refuse(what: str) -> None:
 
 
 def _in_job(pid: int, group: bool) -> bool:
-    """Whether `pid` (a pgid if `group`) belongs to this job's process group; 0 and -1 mean "mine" / "all"."""
+    """Whether `pid` (a pgid if `group`) belongs to this job's process group; 0 and -1 mean "mine" / "all".
+    Where pids are protected (the candidate's judge shares the group), no group signal is allowed."""
     own = os.getpgrp()
+    if _protected and (group or pid <= 0 or pid in _protected):
+        return False
     if group or pid < 0:
         return abs(pid) == own or pid == 0
     if pid == 0:
@@ -78,8 +83,10 @@ def _hook(event: str, args: tuple) -> None:
             _refuse(f"{event} {os.fsdecode(path) if not isinstance(path, int) else path}"[:200])
 
 
-def install(roots: list[str]) -> None:
-    """Allow writes only under `roots` (resolved now) from here on."""
-    global _roots
+def install(roots: list[str], protected: tuple[int, ...] = ()) -> None:
+    """Allow writes only under `roots` (resolved now) from here on, and no signal to the `protected` pids or to
+    the process group they share."""
+    global _roots, _protected
     _roots = tuple(os.path.realpath(r) for r in roots if r)
+    _protected = frozenset(protected)
     sys.addaudithook(_hook)

@@ -43,16 +43,18 @@ def _kernel_name(fn: Any) -> str:
 
 @contextlib.contextmanager
 def counting_triton_launches() -> Iterator[Counter]:
-    """Count Triton launches by kernel name while the block runs (warm-up compiles do not count)."""
+    """Count Triton launches by kernel name while the block runs (warm-up compiles and launches that raise do
+    not count)."""
     counts: Counter = Counter()
     originals = []
     for cls in _jit_classes():
         original = cls.run
 
         def run(self: Any, *args: Any, _original: Callable[..., Any] = original, **kwargs: Any) -> Any:
+            launched = _original(self, *args, **kwargs)  # a launch that raises launched nothing
             if not kwargs.get("warmup"):
                 counts[_kernel_name(self)] += 1
-            return _original(self, *args, **kwargs)
+            return launched
 
         originals.append((cls, original))
         cls.run = run

@@ -27,7 +27,7 @@ from typing import Any, BinaryIO
 
 from runner.child.candidate_client import CandidateProcess, open_for
 from runner.child.classify import error_type_of
-from runner.child.process import synchronize, die_with_parent, prewarm, resolve_device, set_limits
+from runner.child.process import die_with_parent, prewarm, resolve_device, set_limits, synchronize
 from runner.options import EvalOptions
 from runner.pool.gate import NO_GATE, ChildGate, install
 from runner.result import ErrorType, ExitCode, RunResult

@@ -40,6 +40,8 @@ AUTOTUNE_MIN_REPS = 5  # measured calls per autotune config, however slow (Trito
 AUTOTUNE_ESTIMATE_CALLS = 3  # calls that estimate a config's time (they warm up too)
 LAUNCH_BOUND_FRACTION = 0.9  # host launch time of a call / its GPU time at or above which it is launch-bound
 # (on an H200, GPU-bound rows measured at most 0.7, the rows whose timings moved 15-45% between runs 1.04-1.6)
+FRESH_TRIALS = 5  # calls timed with fresh values written into the inputs before each (`time_on_fresh_values`)
+FRESH_SLOWER_FACTOR, FRESH_SLOWER_MIN_MS = 1.5, 0.01  # over both: `faster_on_repeated_inputs`
 DO_BENCH_FLAG = "timing_do_bench"  # on results timed by the do_bench cross-check
 SOURCE_EVENTS = "cuda_events"
 SOURCE_WALL = "wall_minus_host_overhead"
@@ -272,6 +274,23 @@ def time_do_bench(fn: Callable[[], Any], opts: TimingOptions) -> tuple[Timing, l
     return timing, [DO_BENCH_FLAG]
 
 
+def time_on_fresh_values(fn: Callable[[], Any], refill: Callable[[int], None], opts: TimingOptions) -> float:
+    """Median CUDA-event ms of `FRESH_TRIALS` calls, each after `refill(k)` wrote fresh values into the inputs
+    (outside the events; L2 flushed as in the timing loop). A candidate whose output depends on having seen the
+    same input before (an output cached by value) is much slower here than in the loop, which reuses one input."""
+    flush = _flush_buffer(opts)
+    times = []
+    for k in range(FRESH_TRIALS):
+        refill(k)
+        _sync()
+        times.append(_trial(fn, flush)[0])
+    return statistics.median(times)
+
+
+def faster_on_repeated_inputs(loop_median_ms: float, fresh_median_ms: float) -> bool:
+    return fresh_median_ms > max(FRESH_SLOWER_FACTOR * loop_median_ms, loop_median_ms + FRESH_SLOWER_MIN_MS)
+
+
 def time_callable(fn: Callable[[], Any], opts: TimingOptions) -> tuple[Timing, list[str]]:
     return time_do_bench(fn, opts) if opts.method == "do_bench" else time_cuda_events(fn, opts)
 
@@ -289,4 +308,6 @@ def method_record(opts: TimingOptions) -> dict[str, Any]:
         "check_trials_min": MIN_SIDE_CHECK_TRIALS, "check_budget_s": SIDE_CHECK_BUDGET_S, "batch": CHECK_EVERY,
         "min_trials_after_min_time": MIN_TRIALS_AFTER_MIN_TIME,
         "fallback": SOURCE_WALL}, "launch_bound_rule": {"host_call_fraction_of_median": LAUNCH_BOUND_FRACTION},
-        "autotune_min_reps": AUTOTUNE_MIN_REPS}
+        "autotune_min_reps": AUTOTUNE_MIN_REPS,
+        "fresh_values_rule": {"trials": FRESH_TRIALS, "slower_factor": FRESH_SLOWER_FACTOR,
+                              "slower_min_ms": FRESH_SLOWER_MIN_MS}}

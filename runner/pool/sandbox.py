@@ -31,7 +31,7 @@ from runner.result import ErrorType, RunResult
 __all__ = ["close_spares", "evaluate_in_sandbox"]
 POLL_S = 0.1
 TAIL_CHARS = 3000
-STACKS_SIGNAL = signal.SIGUSR1  # runner.child.main registers faulthandler on it
+STACKS_SIGNAL = signal.SIGUSR1  # runner.child.main and runner.child.candidate register faulthandler on it
 STACKS_WAIT_S = 0.5
 
 
@@ -172,7 +172,7 @@ def _group_usage(pgid: int) -> tuple[int, int]:
 def _dump_stacks(proc: subprocess.Popen) -> None:
     """Ask a hung child for its Python stacks (faulthandler writes them to stderr) before the kill."""
     try:
-        proc.send_signal(STACKS_SIGNAL)
+        os.killpg(proc.pid, STACKS_SIGNAL)  # the judge and its candidate print their stacks
         proc.wait(timeout=STACKS_WAIT_S)
     except (OSError, subprocess.TimeoutExpired):
         pass
@@ -282,13 +282,16 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
 
 def _verdict(code: int, killed_for: str | None, channel: _Channel, err: _Capture, options: EvalOptions,
              peak_rss: int, peak_procs: int) -> RunResult:
+    tail = err.text_tail() or None
     if channel.result is not None and killed_for is None:
         try:
-            return RunResult.from_dict({**channel.result, "id": ""})
+            verdict = RunResult.from_dict({**channel.result, "id": ""})
         except (TypeError, ValueError) as exc:
             return RunResult.failed(ErrorType.CRASHED, f"unreadable verdict from the child: {exc}",
                                     flags=["harness_error"])
-    tail = err.text_tail() or None
+        if verdict.error_type == ErrorType.CRASHED and not verdict.traceback:
+            verdict.traceback = tail  # the candidate process died: its stderr (with its stacks) is the job's
+        return verdict
     where = f"during '{channel.stage}'"
     if killed_for == "processes":
         return RunResult.failed(ErrorType.CRASHED, f"{peak_procs} processes, over the limit of {options.nproc_extra}; "

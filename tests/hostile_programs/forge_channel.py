@@ -1,5 +1,6 @@
-"""Finds the child's result pipe among its open descriptors, writes a passing verdict to it and exits:
-the parent must not accept it (output_mismatch would be the honest verdict; the program exits, so: crashed)."""
+"""Looks for the verdict channel among its open descriptors, writes a passing verdict to every pipe it finds
+and exits: nothing may accept it (the candidate's process holds no verdict channel; the program exits, so:
+crashed)."""
 
 import os
 
