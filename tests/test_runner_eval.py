@@ -570,3 +570,11 @@ def test_slow_calls_stop_after_min_time(monkeypatch):
     assert len(fast) == opts.min_trials and not flags
     noisy, flags = timing._adaptive(batch_of(50.0, 0.3), opts)
     assert len(noisy) >= opts.min_trials or "timing_budget_spent" in flags
+
+
+def test_children_find_the_checkout_without_an_installed_package():
+    """A GPU machine runs the checkout without `pip install -e .`: the children's PYTHONPATH must be the checkout."""
+    from runner.pool.spares import base_env
+
+    root = Path(base_env(EvalOptions())["PYTHONPATH"])
+    assert (root / "runner" / "child" / "main.py").is_file() and (root / "common" / "settings.py").is_file()

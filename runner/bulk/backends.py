@@ -142,7 +142,8 @@ class RayBackend:
         self.ray = ray
         self.device = device
         self.triton_cache_dir = triton_cache_dir
-        runtime_env = {"py_modules": [str(Path(__file__).resolve().parent)]}
+        checkout = Path(__file__).resolve().parents[2]
+        runtime_env = {"py_modules": [str(checkout / "runner"), str(checkout / "common")]}
         if address:
             ray.init(address=address, runtime_env=runtime_env, logging_level="WARNING", log_to_driver=False)
         else:
