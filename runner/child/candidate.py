@@ -57,7 +57,7 @@ class Candidate:
         process.set_limits(options, device)
         from runner.child import setup
 
-        setup.device_runtime(options, device, gate_hooks=False)
+        setup.device_runtime(options, device, gate_hooks=device == "cuda")
         from runner.child import guard
 
         guard.install([os.getcwd(), os.environ.get("TRITON_CACHE_DIR", ""), *options.write_roots],
@@ -188,6 +188,10 @@ class Candidate:
 
 
 def serve(stream_in: Any, stream_out: Any) -> None:
+    from runner.pool.gate import ChildGate, install
+
+    gate = ChildGate(lambda obj: send(stream_out, obj), stream_in, drain=process.synchronize)
+    install(gate)  # Triton's compiles give the judge's gate back through the judge (`CandidateProcess.answer`)
     candidate = Candidate()
     while True:
         msg = receive(stream_in)
@@ -197,7 +201,8 @@ def serve(stream_in: Any, stream_out: Any) -> None:
             send(stream_out, {"ok": False, "failure": {"error_type": "runtime_error", "message": f"unknown command {cmd!r}"}})
             continue
         try:
-            answer = handler(msg)
+            with gate.held_by_another(msg.get("held")):
+                answer = handler(msg)
         except Stop as stop:
             v = stop.verdict
             send(stream_out, {"ok": False, "failure": {"error_type": v.error_type, "message": v.message,
@@ -227,6 +232,12 @@ def main(argv: list[str] | None = None) -> int:
     faulthandler.enable()  # a crash leaves the Python stack on stderr, whose tail the sandbox keeps
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     process.prewarm()
+    try:
+        from runner.child.launches import warm_profiler
+
+        warm_profiler()
+    except Exception:
+        pass
     sock = socket.socket(fileno=args.fd)
     stream_in, stream_out = sock.makefile("rb"), sock.makefile("wb")
     set_seed(0)

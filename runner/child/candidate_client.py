@@ -117,6 +117,7 @@ class CandidateProcess:
         finally:
             candidate_end.close()
         self.stage = "starting"  # the judge's stage, named when the candidate dies
+        self.given_back: str | None = None  # the gate mode the candidate gave back for a compile
         self.sock = judge_end
         self.rd, self.wr = judge_end.makefile("rb"), judge_end.makefile("wb")
 
@@ -130,21 +131,41 @@ class CandidateProcess:
         return self.answer()
 
     def ask(self, cmd: str, **fields: Any) -> None:
+        """Send a command, with the gate mode the judge holds for it (the candidate may give it back)."""
+        from runner.pool.gate import current
+
+        self.given_back = None
         try:
-            send(self.wr, {"cmd": cmd, **fields})
+            send(self.wr, {"cmd": cmd, "held": current().held_mode, **fields})
         except OSError as exc:
             raise Stop(self.broken(exc)) from None
 
     def answer(self) -> dict[str, Any]:
         """The next answer's header; a failure the candidate reports raises Stop with it as the verdict, and so
-        does a dead or broken candidate, with the crash as the verdict."""
+        does a dead or broken candidate, with the crash as the verdict. While the command runs, the candidate may
+        give the GPU gate back for a compile and ask for it again (`{"event": "gate", "mode": ...}`): the judge
+        relays that to its own gate (`relay`) and answers `go` once the gate is held again."""
         try:
             header = receive(self.rd)
+            while header.get("event") == "gate":
+                self._relay(header.get("mode"))
+                header = receive(self.rd)
         except (LinkError, OSError) as exc:
             raise Stop(self.broken(exc)) from None
         if header.get("ok") is not True:
             raise Stop(_failure(header.get("failure")))
         return header
+
+    def _relay(self, mode: Any) -> None:
+        from runner.pool.gate import EXCLUSIVE, RELEASE, SHARED, current
+
+        if mode == RELEASE:
+            self.given_back = current().give_back() or self.given_back
+            return
+        if mode in (SHARED, EXCLUSIVE):
+            current().take_again(self.given_back or mode)  # never more than the judge held
+            self.wr.write(b"go\n")
+            self.wr.flush()
 
     def outputs(self, header: dict[str, Any], device: str, max_bytes: int) -> list[Any]:
         try:

@@ -102,6 +102,19 @@ def _profiled_kernels(call: Callable[[], Any]) -> list[tuple[str, float]]:
     return [(e.name, e.time_range.elapsed_us() / 1000.0) for e in prof.events() if e.device_type == DeviceType.CUDA]
 
 
+def warm_profiler() -> None:
+    """Start torch's profiler once (CUPTI's set-up takes seconds) while a spare waits for its job; a failure shows
+    up again in the job's launch check."""
+    import os
+
+    import torch
+
+    if os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
+        return
+    x = torch.ones(8, device="cuda")
+    _profiled_kernels(lambda: x.sum())
+
+
 def account(call: Callable[[], Any], module: Any, device: str) -> dict[str, Any]:
     """Run `call` once and say what it launched (see the module's docstring); `call` raising propagates."""
     declared = declared_kernels(module)

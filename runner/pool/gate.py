@@ -179,6 +179,34 @@ class ChildGate:
             self._ask(held)
             self._held = held
 
+    @property
+    def held_mode(self) -> str | None:
+        return self._held
+
+    def give_back(self) -> str | None:
+        """For a relay: give a held gate back (as `paused` does on entry); returns the mode it was held in."""
+        held = self._held
+        if held is not None:
+            self._release()
+            self._held = None
+        return held
+
+    def take_again(self, mode: str) -> None:
+        """For a relay: take the gate again in `mode` after `give_back` (as `paused` does on leaving)."""
+        if self._send is not None and self._control is not None and self._held is None:
+            self._ask(mode)
+            self._held = mode
+
+    @contextlib.contextmanager
+    def held_by_another(self, mode: str | None) -> Iterator[None]:
+        """A relay's other end: behave as holding the gate in `mode` (taken by the judge) while the block runs, so
+        that `paused` gives it back through the relay."""
+        self._held = mode
+        try:
+            yield
+        finally:
+            self._held = None
+
     def hold(self, mode: str) -> contextlib.AbstractContextManager[None]:
         """Hold the gate in `mode` (SHARED or EXCLUSIVE) for a step; inside a held gate, nothing is asked."""
         return self._hold(mode)
