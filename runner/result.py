@@ -63,7 +63,8 @@ class Timing:
     wall_median_ms: float | None = None  # median host wall time, call to after the device synchronize
     host_overhead_ms: float | None = None  # wall median of an empty call timed the same way
     host_call_ms: float | None = None  # median host time for the call to return (its launch cost), batched trials
-    fresh_median_ms: float | None = None  # median with fresh values written into the inputs before each call
+    repeated_median_ms: float | None = None  # single calls after the timed values were written back into the inputs
+    fresh_median_ms: float | None = None  # the same, after fresh values were written into the inputs
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
