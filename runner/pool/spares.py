@@ -31,7 +31,7 @@ from typing import Any
 from runner.config import CHILD_ENV, RunnerConfig
 from runner.options import EvalOptions
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the repository (runner/pool/spares.py)
 KEEP_ENV = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "OMP_NUM_THREADS",
             *CHILD_ENV, "MKL_NUM_THREADS", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
 KEEP_PREFIXES = ("TRITON_", "NCCL_", "TORCH_", "PYTORCH_")
