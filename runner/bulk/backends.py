@@ -18,10 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from common.hardware import CPU_LABEL
 from runner.pool.oom_rerun import evaluate_on_slot
+from runner.pool.slots import Slot
 from runner.result import RunResult
-from runner.service.workers import Slot
 from runner.spec import RunSpec
+
+REPO_ROOT = Path(__file__).resolve().parents[2]  # runner/bulk/backends.py
 
 
 @dataclass(frozen=True)
@@ -31,9 +34,10 @@ class Task:
     program_sha256: str
     repeat: int
 
-    def crashed(self, spec: RunSpec, message: str, duration_s: float) -> RunResult:
-        return RunResult.crashed(message, id=self.row_id, row_id=self.row_id, program_sha256=self.program_sha256,
-                                 device=spec.result_device, duration_s=duration_s)
+    def crashed(self, spec: RunSpec, message: str, started: float) -> RunResult:
+        """The `crashed` result (`RunResult.crashed`) of this task, begun at monotonic time `started`."""
+        return RunResult.crashed(message, spec, id=self.row_id, row_id=self.row_id,
+                                 program_sha256=self.program_sha256, duration_s=time.monotonic() - started)
 
 
 OnResult = Callable[[Task, RunResult], None]
@@ -54,8 +58,6 @@ class LocalBackend:
         pass
 
     def hardware(self) -> str:
-        from runner.spec import CPU_LABEL
-
         names = {s.gpu_name for s in self.slots if s.device == "cuda"}
         return sorted(names)[0] if names else CPU_LABEL
 
@@ -89,8 +91,7 @@ class LocalBackend:
                     result = self.evaluate(task.program, spec, slot, result_id=task.row_id, row_id=task.row_id,
                                            cancel=cancel)
                 except Exception as e:
-                    result = task.crashed(spec, f"bulk worker error: {type(e).__name__}: {e}",
-                                          time.monotonic() - started)
+                    result = task.crashed(spec, f"bulk worker error: {type(e).__name__}: {e}", started)
                 with lock:
                     cancels.remove(cancel)
                     if stop.is_set():
@@ -120,7 +121,7 @@ def _ray_evaluate(program: str, spec: RunSpec, result_id: str, row_id: str,
 
 
 def _ray_gpu_name() -> str:
-    from runner.service.workers import detect_gpus
+    from runner.pool.slots import detect_gpus
 
     names = detect_gpus()
     return names[0] if names else "cuda"
@@ -142,7 +143,7 @@ class RayBackend:
         self.ray = ray
         self.device = device
         self.triton_cache_dir = triton_cache_dir
-        runtime_env = {"py_modules": [str(Path(__file__).resolve().parent)]}
+        runtime_env = {"py_modules": [str(REPO_ROOT / "common"), str(REPO_ROOT / "runner")]}  # what workers import
         if address:
             ray.init(address=address, runtime_env=runtime_env, logging_level="WARNING", log_to_driver=False)
         else:
@@ -158,8 +159,6 @@ class RayBackend:
         self._gpu_name = ray.remote(num_gpus=1, max_retries=0)(_ray_gpu_name) if device == "cuda" else None
 
     def hardware(self) -> str:
-        from runner.spec import CPU_LABEL
-
         if self._gpu_name is None:
             return CPU_LABEL
         return self.ray.get(self._gpu_name.remote())
@@ -185,8 +184,7 @@ class RayBackend:
                     try:
                         result = ray.get(ref)
                     except Exception as e:  # worker died (WorkerCrashedError), task error, ...
-                        result = task.crashed(spec, f"ray task failed: {type(e).__name__}: {e}"[:2000],
-                                              time.monotonic() - started)
+                        result = task.crashed(spec, f"ray task failed: {type(e).__name__}: {e}"[:2000], started)
                     on_result(task, result)
         except KeyboardInterrupt:
             for ref in in_flight:

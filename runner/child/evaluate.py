@@ -20,6 +20,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from common.hardware import result_device
 from runner.child import autotune, timing
 from runner.child.classify import classify
 from runner.child.compare import compare_outputs
@@ -316,7 +317,7 @@ def evaluate_program(path: str, options: EvalOptions, device: str, emit: Callabl
     verdict.max_abs_diff = max(abs_diffs) if abs_diffs else None
     verdict.max_rel_diff = max(rel_diffs) if rel_diffs else None
     verdict.outputs, verdict.tolerance_passed = outputs, ev.tolerance_passed()
-    verdict.device = "cuda" if device == "cuda" else "cpu-interpreter"
+    verdict.device = result_device(device)
     verdict.flags = ev.flags + verdict.flags
     verdict.method = method_record(options, device, tf32)
     return verdict

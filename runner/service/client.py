@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TlxError
-from runner.config import RunnerConfig
+from common.settings import RunnerConfig
 from runner.spec_args import add_spec_arguments, spec_fields
 
 FINAL_STATES = ("done", "cancelled")
