@@ -39,7 +39,6 @@ class ExitCode(IntEnum):
     VERDICT = 0  # a verdict was written to the result channel, whatever it is
     USAGE = 2  # bad command line / spec
     NO_CHANNEL = 3  # the result channel could not be written
-    INTERNAL = 4  # the harness itself failed before reaching a verdict
     ORPHANED = 5  # the parent that started the child was gone before the child could watch it
 
 
