@@ -3,7 +3,7 @@
 Each writer process appends to its own file (no cross-process locking needed; threads of one process share a
 lock), one `write` + `fsync` per line, so a crash loses at most the line being written. The writer takes result
 dicts (`RunResult.to_dict()`, made once by the caller, which also stores it elsewhere). Readers (the explorer's
-queries, bulk resume, scripts) all go through `LogReader` / `read_results`: every `*.jsonl` file of the given
+queries, bulk resume, scripts) all go through `read_log` / `read_results`: every `*.jsonl` file of the given
 roots, in file-name order, torn or non-object lines skipped. `flatten_result` turns one result into one flat row
 of `RUN_COLUMNS` (the explorer's `runs` table, `queries.results`). Which result of a row is its latest verdict is
 decided in one place, `queries/sql/setup_runs.sql` (newest `finished_at`, then file name, then line); bulk
