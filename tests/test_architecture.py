@@ -5,7 +5,9 @@ functions, `TYPE_CHECKING` blocks included, read with `ast`):
 - no circle between modules;
 - `common` imports the standard library and `common` only;
 - `queries` imports nothing of `runner`, `ui` or `pages`; `runner` nothing of `ui` or `pages`;
-- `runner` imports `queries` in one module, `runner/rows.py`.
+- `runner` imports `queries` in one module, `runner/rows.py`;
+- the runner's wings: `child` imports no `pool`, `service` or `bulk` module but the gate, `pool` no `service` or
+  `bulk`, and `service` and `bulk` not each other.
 
 Docs, in the manner of datasette's: every `TLX_*` variable the code reads and every subcommand of
 `python -m queries` / `python -m runner` is named in README.md or docs/, and the docs name none the code lacks.
@@ -24,6 +26,14 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("common", "queries", "runner", "ui", "pages")
 RUNNER_DOOR_TO_QUERIES = "runner.rows"
+CHILD_REACHES_INTO_POOL = {"runner.pool.gate"}  # the gate's child side (`ChildGate`) lives beside the parent's
+# runner wing -> the wings it may not import: the child stands alone, the pool serves the service and bulk
+WING_BARRIERS = {
+    "runner.child": ("runner.pool", "runner.service", "runner.bulk"),
+    "runner.pool": ("runner.service", "runner.bulk"),
+    "runner.service": ("runner.bulk",),
+    "runner.bulk": ("runner.service",),
+}
 
 
 def module_names(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
@@ -122,6 +132,10 @@ def violations(graph: dict[str, set[str]], tops: dict[str, set[str]]) -> list[st
                 bad.append(f"{module} imports {target} (queries never imports runner)")
             if wing == "runner" and side == "queries" and module != RUNNER_DOOR_TO_QUERIES:
                 bad.append(f"{module} imports {target} (runner imports queries only in {RUNNER_DOOR_TO_QUERIES})")
+            room = ".".join(module.split(".")[:2])
+            barred = WING_BARRIERS.get(room, ())
+            if target.startswith(barred) and not (room == "runner.child" and target in CHILD_REACHES_INTO_POOL):
+                bad.append(f"{module} imports {target} ({room} may not import {', '.join(barred)})")
     return bad
 
 
@@ -146,6 +160,8 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
         "runner/r.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .s import S\ndef g():\n"
                        "    import queries.q\n",
         "runner/s.py": "from runner import r\n",
+        "runner/child/__init__.py": "", "runner/child/c.py": "from runner.pool import gate, sandbox\n",
+        "runner/pool/__init__.py": "", "runner/pool/gate.py": "", "runner/pool/sandbox.py": "",
         "runner/rows.py": "from queries import q\n",
         "ui/__init__.py": "", "pages/__init__.py": "",
     }
@@ -158,6 +174,8 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
     assert violations(graph, tops) == [
         "common.a imports pyarrow (common: stdlib only)",
         "queries.q imports runner.r (queries never imports runner)",
+        "runner.child.c imports runner.pool.sandbox (runner.child may not import runner.pool, runner.service, "
+        "runner.bulk)",
         "runner.r imports queries.q (runner imports queries only in runner.rows)",
     ]
 
