@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from common.errors import TlxError
+from common.settings import load_settings
 
 _stores: dict[Path, object] = {}
 _stores_lock = threading.Lock()
@@ -29,7 +30,6 @@ def resolve_store(store: Path | None) -> Path:
     """`store` as given, else `TLX_STORE`, else the embedded sample store (built on first use)."""
     if store is not None:
         return Path(store).expanduser()
-    from common.settings import load_settings
     from queries.ingest import ensure_sample_store
     from queries.store import StoreError
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from common.hardware import CPU_LABEL
 from runner.pool.oom_rerun import evaluate_on_slot
-from runner.pool.slots import Slot
+from runner.pool.slots import Slot, detect_gpus
 from runner.result import RunResult
 from runner.spec import RunSpec
 
@@ -121,16 +121,14 @@ def _ray_evaluate(program: str, spec: RunSpec, result_id: str, row_id: str,
 
 
 def _ray_gpu_name() -> str:
-    from runner.pool.slots import detect_gpus
-
     names = detect_gpus()
     return names[0] if names else "cuda"
 
 
 class RayBackend:
-    """`ray.remote` tasks on a Ray cluster (`address`) or a local instance; the `runner` package is shipped to
-    the workers through `runtime_env.py_modules` (they need torch and triton installed). `triton_cache_dir` is
-    the shared Triton cache's path on every node (a node that cannot create it uses a fresh cache per run)."""
+    """`ray.remote` tasks on a Ray cluster (`address`) or a local instance; the `runner` and `common` packages are
+    shipped to the workers through `runtime_env.py_modules` (they need torch and triton installed).
+    `triton_cache_dir` is the shared Triton cache's path on every node (a node that cannot create it uses a fresh cache per run)."""
 
     name = "ray"
 

@@ -25,7 +25,9 @@ from pathlib import Path
 
 from common.program_hash import program_sha256
 from common.results_log import ResultsLog, default_writer, read_results
+from common.settings import RunnerConfig, load_settings
 from runner.bulk.backends import LocalBackend, RayBackend, Task
+from runner.pool.slots import detect_gpus, make_slots
 from runner.result import RunResult
 from runner.rows import StoreUnavailable, filtered_rows, iter_programs, resolve_store
 from runner.spec import result_key
@@ -162,9 +164,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _backend(args: argparse.Namespace, triton_cache_dir: str):
-    from common.settings import RunnerConfig
-    from runner.pool.slots import detect_gpus, make_slots
-
     if args.backend == "local":
         lanes = args.jobs_per_gpu or RunnerConfig.from_env().jobs_per_gpu
         return LocalBackend(make_slots(args.device, args.workers, triton_cache_dir=triton_cache_dir,
@@ -175,8 +174,6 @@ def _backend(args: argparse.Namespace, triton_cache_dir: str):
 
 
 def main(args: argparse.Namespace) -> int:
-    from common.settings import load_settings
-
     if args.repeats < 1 or (args.limit is not None and args.limit < 0) or (args.sample is not None and args.sample < 1):
         print("bulk: --repeats and --sample must be >= 1, --limit >= 0", file=sys.stderr)
         return 2

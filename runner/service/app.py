@@ -41,7 +41,7 @@ from common.hardware import result_device
 from common.program_hash import is_utf8
 from common.results_log import ResultsLog, default_writer
 from common.row_id import BadRowId, check_row_id
-from common.settings import DEFAULT_PORT, RunnerConfig
+from common.settings import DEFAULT_PORT, RunnerConfig, load_settings
 from runner.pool.gate import gates_report
 from runner.pool.slots import Slot, make_slots
 from runner.result import RunResult
@@ -237,8 +237,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from common.settings import load_settings  # stdlib-only
-
     settings = load_settings()
     runs_dir = (args.runs_dir or settings.runs_dir).expanduser()
     runs_dir.mkdir(parents=True, exist_ok=True)
