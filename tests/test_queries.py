@@ -207,7 +207,7 @@ def test_export_parquet_jsonl_fastest_and_code(fixture_store):
     parsed = [json.loads(line) for line in lines]
     assert [p["id"] for p in parsed] == [f"test/{i:06d}" for i in range(5)]
     assert parsed[1]["y"] is None and parsed[0]["kernel_names"] == ["relu_k"] and parsed[0]["level"] == 1
-    with pytest.raises(ValueError, match="unknown export format"):
+    with pytest.raises(api.ExportError, match="unknown export format"):
         api.export(fixture_store, fmt="csv")
 
 

@@ -34,11 +34,6 @@ class Task:
     program_sha256: str
     repeat: int
 
-    def crashed(self, spec: RunSpec, message: str, started: float) -> RunResult:
-        """The `crashed` result (`RunResult.crashed`) of this task, begun at monotonic time `started`."""
-        return RunResult.crashed(message, spec, id=self.row_id, row_id=self.row_id,
-                                 program_sha256=self.program_sha256, duration_s=time.monotonic() - started)
-
 
 OnResult = Callable[[Task, RunResult], None]
 
@@ -91,7 +86,9 @@ class LocalBackend:
                     result = self.evaluate(task.program, spec, slot, result_id=task.row_id, row_id=task.row_id,
                                            cancel=cancel)
                 except Exception as e:
-                    result = task.crashed(spec, f"bulk worker error: {type(e).__name__}: {e}", started)
+                    result = RunResult.crashed(f"bulk worker error: {type(e).__name__}: {e}", spec, id=task.row_id,
+                                               row_id=task.row_id, program_sha256=task.program_sha256,
+                                               duration_s=time.monotonic() - started)
                 with lock:
                     cancels.remove(cancel)
                     if stop.is_set():
@@ -182,7 +179,10 @@ class RayBackend:
                     try:
                         result = ray.get(ref)
                     except Exception as e:  # worker died (WorkerCrashedError), task error, ...
-                        result = task.crashed(spec, f"ray task failed: {type(e).__name__}: {e}"[:2000], started)
+                        result = RunResult.crashed(f"ray task failed: {type(e).__name__}: {e}"[:2000], spec,
+                                                   id=task.row_id, row_id=task.row_id,
+                                                   program_sha256=task.program_sha256,
+                                                   duration_s=time.monotonic() - started)
                     on_result(task, result)
         except KeyboardInterrupt:
             for ref in in_flight:
