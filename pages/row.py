@@ -53,8 +53,7 @@ fresh = rerun.rerun_panel(row_id, cfg)
 history = detail.runs.to_pandas()
 if fresh is not None:
     verdict.show_latest(fresh, label, cfg.label_unit, f"job `{fresh['job_id']}`, just finished")
-elif not history.empty:
-    latest = detail.runs.slice(0, 1).to_pylist()[0]
+elif (latest := detail.latest_run) is not None:
     verdict.show_latest(latest, label, cfg.label_unit, f"finished {latest.get('finished_at') or '(time unknown)'}, "
                         f"from `{latest.get('results_file')}`")
 else:

@@ -18,8 +18,9 @@ import duckdb
 import pyarrow as pa
 
 from common.errors import TlxError
+from common.results_log import results_signature
 from common.settings import Settings, load_settings
-from queries.results import load_run_results, results_signature
+from queries.results import load_run_results
 from queries.sql_files import sql_text
 from queries.store import INDEX_SCHEMA, Store, StoreError
 
@@ -59,7 +60,6 @@ class Database:
             self.con.close()
             raise
         self._runs_signature: tuple | None = None
-        self.runs_skipped_lines = 0
         self.refresh_runs()
         self.con.execute(sql_text("setup_filtered"))
         self.con.execute(sql_text("setup_problems"))
@@ -86,7 +86,7 @@ class Database:
         with self._lock:
             if signature == self._runs_signature:
                 return
-            table, skipped = load_run_results(self.store.path, self.runs_dir)
+            table = load_run_results(self.store.path, self.runs_dir)
             cursor = self.con.cursor()
             try:
                 cursor.register("runs_arrow", table)
@@ -94,7 +94,6 @@ class Database:
                 cursor.unregister("runs_arrow")
             finally:
                 cursor.close()
-            self.runs_skipped_lines = skipped
             self._runs_signature = signature
             self._memo.clear()
             self._memo_bytes = 0

@@ -22,8 +22,8 @@ from runner.child.steps import Stop, inputs_digest
 from runner.options import GIB, EvalOptions
 from runner.pool.gate import EXCLUSIVE, NO_GATE, SHARED, GpuGate
 from runner.pool.sandbox import close_spares, evaluate_in_sandbox
+from runner.pool.slots import Slot, make_slots
 from runner.result import ErrorType, Timing
-from runner.service.workers import Slot, make_slots
 from runner.spec import RunSpec
 from tests.programs import runner_program
 
@@ -399,7 +399,7 @@ def test_triton_hooks_wrap_compile_and_autotuner():
 
 
 def test_jobs_per_gpu_follow_the_cores_unless_set():
-    from runner.config import JOBS_PER_GPU_ENV, RunnerConfig, default_jobs_per_gpu
+    from common.settings import JOBS_PER_GPU_ENV, RunnerConfig, default_jobs_per_gpu
 
     assert [default_jobs_per_gpu(cores) for cores in (1, 2, 8, 16, 128)] == [1, 1, 4, 6, 6]
     assert RunnerConfig.from_env({}).jobs_per_gpu == RunnerConfig().jobs_per_gpu == default_jobs_per_gpu()

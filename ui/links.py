@@ -65,14 +65,6 @@ def href(url_path: str, **params) -> str:
     return f"{target}?{query}" if query else target
 
 
-def row_href(row_id: str) -> str:
-    return href("row", row=row_id)
-
-
-def problem_href(problem_key: str) -> str:
-    return href("problem", problem=problem_key)
-
-
 def absolute_url(url_path: str, **params) -> str:
     """The full URL of a view, from the address the browser used (falls back to a relative link)."""
     relative = href(url_path, **params)

@@ -88,7 +88,7 @@ def rerun_panel(row_id: str, cfg) -> dict | None:
         if job.get("state") == "cancelled" and not job.get("result"):
             st.warning(f"Job `{job['id']}` was cancelled.")
             return None
-    from queries.results import flatten_result
+    from common.results_log import flatten_result
 
     return flatten_result(job.get("result") or {}, "(this session)", 0) | {"job_id": job["id"]}
 

@@ -9,6 +9,7 @@ import math
 import pandas as pd
 import streamlit as st
 
+from common.hardware import CPU_LABEL
 from ui.labels import error_name
 
 TOLERANCE_NOTE = "tightest standard tolerance (atol = rtol) that every output passed on every trial"
@@ -52,7 +53,7 @@ def show_latest(run: dict, label_y: float | None, unit: str, source: str) -> Non
         notes.append(f"correct at {run['tolerance_passed']:g} ({TOLERANCE_NOTE})")
     elif _present(run.get("max_abs_diff")):
         notes.append(f"max abs diff {run['max_abs_diff']:.3g} · max rel diff {run.get('max_rel_diff') or 0:.3g}")
-    if run.get("device") == "cpu-interpreter":
+    if run.get("device") == CPU_LABEL:
         notes.append("ran in the Triton CPU interpreter: correctness only, no timing")
     if notes:
         st.caption(" · ".join(notes))

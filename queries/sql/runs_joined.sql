@@ -8,4 +8,4 @@ FROM runs r
 JOIN filtered(
     $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
     $f_source::VARCHAR) p ON p.id = r.row_id
-ORDER BY r.finished_at DESC NULLS LAST, r.row_id, r.results_file DESC, r.line DESC;
+ORDER BY r.recency;

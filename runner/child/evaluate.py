@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from common.hardware import result_device
 from runner.child import launches, timing
 from runner.child.candidate_client import CandidateProcess
 from runner.child.compare import compare_outputs, flatten
@@ -302,7 +303,7 @@ def evaluate_program(path: str, options: EvalOptions, device: str, emit: Callabl
     verdict.max_abs_diff = max(abs_diffs) if abs_diffs else None
     verdict.max_rel_diff = max(rel_diffs) if rel_diffs else None
     verdict.outputs, verdict.tolerance_passed = outputs, judge.tolerance_passed()
-    verdict.device = "cuda" if device == "cuda" else "cpu-interpreter"
+    verdict.device = result_device(device)
     verdict.flags = list(dict.fromkeys(judge.flags + verdict.flags + candidate_flags))
     verdict.launches = judge.launches
     verdict.method = {**method_record(options, device, tf32),

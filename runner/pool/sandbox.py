@@ -10,7 +10,6 @@ does not raise for a verdict. With a `gate` (`runner.pool.gate.GpuGate`), the jo
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import secrets
@@ -22,6 +21,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from common.hardware import CPU_LABEL
+from common.program_hash import program_sha256
 from runner.child.system import collect_system
 from runner.options import EvalOptions
 from runner.pool.gate import EXCLUSIVE, RELEASE, SHARED, GpuGate
@@ -190,7 +191,7 @@ def evaluate_in_sandbox(program: str, options: EvalOptions, *, result_id: str, r
     """Evaluate `program` (the text of one dataset row) in a fresh sandboxed subprocess. Setting `cancel` kills
     the job's process group; the result is then `crashed` with the flag `cancelled`."""
     started = time.monotonic()
-    sha = hashlib.sha256(program.encode("utf-8", errors="surrogatepass")).hexdigest()
+    sha = program_sha256(program)
     child: Child | None = None
     try:
         if cancel is not None and cancel.is_set():
@@ -209,7 +210,7 @@ def evaluate_in_sandbox(program: str, options: EvalOptions, *, result_id: str, r
     duration = time.monotonic() - started
     verdict.phases_s = {**verdict.phases_s, "harness": round(max(duration - sum(verdict.phases_s.values()), 0.0), 3)}
     verdict.trials = verdict.trials or options.trials
-    verdict.device = verdict.device or {"cpu": "cpu-interpreter"}.get(options.device, options.device)
+    verdict.device = verdict.device or {"cpu": CPU_LABEL}.get(options.device, options.device)
     if not verdict.system:
         verdict.system = collect_system(probe_gpu=False)
     return verdict.completed(id=result_id, row_id=row_id, program_sha256=sha, duration_s=duration)

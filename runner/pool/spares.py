@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.config import CHILD_ENV, RunnerConfig
+from common.settings import CHILD_ENV, RunnerConfig
 from runner.options import EvalOptions
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # runner/pool/spares.py -> the checkout
