@@ -100,26 +100,28 @@ def wait_healthy(url: str, alive, logs, started: float) -> float:
             time.sleep(0.3)
 
 
+def container_state(container: str, field: str) -> str:
+    return podman("inspect", "--format", f"{{{{.State.{field}}}}}", container).stdout.strip()
+
+
 @contextlib.contextmanager
 def podman_run() -> Iterator[Started]:
     runtime = ["--runtime", "runc"] if shutil.which("runc") else []
     host_port = free_port()
+    container = f"tlx-image-test-{os.getpid()}-{host_port}"
     started = time.monotonic()
-    run = podman(*runtime, "run", "--detach", "--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096",
-                 "--publish", f"127.0.0.1:{host_port}:{PORT}", IMAGE, check=False)
-    if run.returncode != 0:
-        raise RuntimeRefused(run.stderr.strip().splitlines()[-1])
-    container = run.stdout.strip()
+    run = podman(*runtime, "run", "--detach", "--name", container, "--ulimit", "nofile=4096:4096", "--ulimit",
+                 "nproc=4096:4096", "--publish", f"127.0.0.1:{host_port}:{PORT}", IMAGE, check=False)
     try:
-        def state(field: str) -> str:
-            return podman("inspect", "--format", f"{{{{.State.{field}}}}}", container).stdout.strip()
-
+        if run.returncode != 0:
+            raise RuntimeRefused(run.stderr.strip().splitlines()[-1])
         url = f"http://127.0.0.1:{host_port}"
-        seconds = wait_healthy(url, lambda: state("Running") == "true",
+        seconds = wait_healthy(url, lambda: container_state(container, "Running") == "true",
                                lambda: podman("logs", container, check=False).stderr, started)
-        yield Started(f"podman run ({'runc' if runtime else 'default runtime'})", url, int(state("Pid")), seconds)
+        yield Started(f"podman run ({'runc' if runtime else 'default runtime'})", url,
+                      int(container_state(container, "Pid")), seconds)
     finally:
-        podman("rm", "--force", "--time", "10", container)
+        podman("rm", "--force", "--ignore", "--time", "10", container)  # a refused one may exist, created
 
 
 def port_taken(port: int) -> bool:

@@ -61,8 +61,8 @@ def first_row_page(url: str) -> float:
             "--disable-background-networking", "--disable-component-update", "--disable-sync"])
         tab = browser.new_page(viewport={"width": 1400, "height": 1000})
         tab.goto(f"{url}/row?row={quote('train/000000', safe='')}")
-        tab.get_by_text("read-only: re-runs and writes are off").first.wait_for(timeout=30000)
-        tab.get_by_text("class ModelNew", exact=False).first.wait_for(timeout=30000)
+        tab.get_by_text("read-only: re-runs and writes are off").first.wait_for(timeout=60000)
+        tab.get_by_text("class ModelNew", exact=False).first.wait_for(timeout=60000)
         seconds = time.monotonic() - started
         assert tab.locator('[data-testid="stException"]').count() == 0
         assert tab.get_by_role("heading", name="Re-run").count() == 0
