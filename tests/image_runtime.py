@@ -46,7 +46,7 @@ class Started:
 def require_image_tools() -> None:
     """Skip without root or podman/debootstrap, unless CI=true, where their absence is a failure."""
     missing = [tool for tool in ("podman", "debootstrap", "chroot") if shutil.which(tool) is None]
-    reason = ("building and entering the image needs root" if os.geteuid() != 0 else
+    reason = ("building and entering the image needs root (podman build, debootstrap, chroot)" if os.geteuid() != 0 else
               f"not installed: {', '.join(missing)} (apt-get install podman debootstrap runc)" if missing else None)
     if reason and os.environ.get("CI") == "true":
         pytest.fail(f"CI=true but {reason}")
