@@ -46,12 +46,15 @@ class Started:
 def require_image_tools() -> None:
     """Skip without root or podman/debootstrap, unless CI=true, where their absence is a failure."""
     missing = [tool for tool in ("podman", "debootstrap", "chroot") if shutil.which(tool) is None]
-    reason = ("building and entering the image needs root (podman build, debootstrap, chroot)" if os.geteuid() != 0 else
-              f"not installed: {', '.join(missing)} (apt-get install podman debootstrap runc)" if missing else None)
-    if reason and os.environ.get("CI") == "true":
+    if os.geteuid() != 0:
+        reason = "building and entering the image needs root (podman build, debootstrap, chroot)"
+    elif missing:
+        reason = f"not installed: {', '.join(missing)} (apt-get install podman debootstrap runc)"
+    else:
+        return
+    if os.environ.get("CI") == "true":
         pytest.fail(f"CI=true but {reason}")
-    if reason:
-        pytest.skip(reason)
+    pytest.skip(reason)
 
 
 def podman(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess:

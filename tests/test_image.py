@@ -26,14 +26,13 @@ from tests.image_runtime import (
 )
 from tests.ui_services import CHROMIUM, require_chromium
 
-pytestmark = [pytest.mark.container, pytest.mark.browser, pytest.mark.slow]
+pytestmark = [pytest.mark.container, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
 def image_root():
     """The built image's filesystem, mounted read-only; yields (root, seconds the build took)."""
     require_image_tools()
-    require_chromium()
     seconds = build_image()
     with mounted_image() as root:
         yield root, seconds
@@ -71,8 +70,10 @@ def first_row_page(url: str) -> float:
     return seconds
 
 
+@pytest.mark.browser
 @pytest.mark.parametrize("way", ["runtime", "chroot"])
 def test_image_serves_read_only_on_7860_as_uid_1000(image_root, way, tmp_path, record_property):
+    require_chromium()
     root, build_seconds = image_root
     record_property("image build (scripts/build_image.sh, once this session)", f"{build_seconds:.0f} s")
     with started_image(way, root, tmp_path / "server.log") as server:
