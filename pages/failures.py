@@ -10,6 +10,7 @@ from queries.filters import ERROR_SOURCES, Filters
 from queries.parse import STATIC_ERRORS
 from ui import bulk, charts, context, data, links, widgets
 from ui.labels import error_name
+from ui.text import md_code
 
 info = context.current_store()
 store = info.path
@@ -21,7 +22,7 @@ cfg = context.settings()
 syntax_check = info.meta.get("syntax_check")  # absent in stores whose ingest parsed every program at once
 if syntax_check is not None and not syntax_check.get("done"):
     st.warning("Syntax errors are not marked in this store yet: its ingest stopped before the syntax check. "
-               f"Run `python -m queries check-syntax --store {store}`.")
+               f"Run {md_code(f'python -m queries check-syntax --store {store}')}.")
 
 with st.sidebar:
     split = widgets.choice("Split", ["train", "test"], "split", key="fail_split")
@@ -54,7 +55,7 @@ else:
                     key="failure_bars")
 bulk.bulk_panel(api.unmeasured_failures(store, f), f, info, cfg, key="fail_bulk")
 
-st.subheader("Example rows" + (f" with `{error_name(error_type)}`" if error_type else ""))
+st.subheader("Example rows" + (f" with {md_code(error_name(error_type))}" if error_type else ""))
 examples = api.failure_examples(store, f, limit=50).to_pandas()
 widgets.linked_table(examples, key="failure_examples", target="row", id_column="id", param="row")
 links.copy_link("failures", split=split, holdout=holdout, problem=problem, source=source, error=error_type)

@@ -9,6 +9,7 @@ from queries import api
 from queries.filters import Filters
 from ui import charts, context, links, widgets
 from ui.labels import error_name
+from ui.text import md, md_code
 
 cfg = context.settings()
 info = context.current_store(cfg)
@@ -35,11 +36,11 @@ if not problem_key:
 
 summary = api.problem_summary(store, problem_key)
 if summary is None:
-    st.error(f"No problem `{problem_key}` in this store.")
+    st.error(f"No problem {md_code(problem_key)} in this store.")
     st.stop()
 
-st.title(summary.get("title") or problem_key)
-ids = [f"problem `{problem_key}`"] + [f"{name} `{summary[k]}`" for k, name in
+st.title(md(summary.get("title") or problem_key))
+ids = [f"problem {md_code(problem_key)}"] + [f"{name} {md_code(summary[k])}" for k, name in
                                       (("problem_id", "test id"), ("holdout_group", "holdout group")) if summary.get(k)]
 st.caption(" · ".join(ids))
 

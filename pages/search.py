@@ -7,6 +7,7 @@ import streamlit as st
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from ui import context, links, widgets
+from ui.text import md
 
 store = context.store_path()
 SEARCH_BUDGET_S = 0.8  # keeps the page run under a second; the page says when the budget cut the search
@@ -31,7 +32,7 @@ try:
     result = api.search_code(store, pattern, regex=mode == "regex", limit=limit, time_budget_s=SEARCH_BUDGET_S,
                              ignore_case=ignore_case)
 except api.SearchError as error:
-    st.error(f"Cannot search for this pattern: {error}")
+    st.error(f"Cannot search for this pattern: {md(error)}")
     st.stop()
 
 hits = result.rows.drop_columns(["snippet_html"]).to_pandas()

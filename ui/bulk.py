@@ -10,6 +10,7 @@ import streamlit as st
 
 from queries.filters import Filters
 from ui.labels import plural
+from ui.text import md
 
 MAX_SUBMIT = 200  # rows one click queues on the service; beyond that, the command line is the tool
 
@@ -49,6 +50,6 @@ def bulk_panel(ids: list[str], f: Filters, info, cfg, *, key: str) -> None:
             client.submit(row_id=row_id)
             queued += 1
     except (RunnerError, RunnerUnavailable) as error:
-        st.error(f"Queued {queued} of {len(ids)} before the runner refused: {error}")
+        st.error(f"Queued {queued} of {len(ids)} before the runner refused: {md(error)}")
         return
     st.success(f"Queued {plural(queued, 'job')}; results appear here as they finish (Runs page: the queue).")

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from ui import rerun
+from ui.text import md, md_code
 
 
 def _when(epoch: float | None) -> str | None:
@@ -53,7 +54,7 @@ def queue_panel(cfg) -> None:
         health = rerun.client_of(cfg).health()
         jobs = rerun.runner_jobs(cfg)
     except (RunnerUnavailable, RunnerError) as error:
-        st.info(f"No runner service answers at `{cfg.runner_url}` ({error}). Start one with `python -m runner serve`.")
+        st.info(f"No runner service answers at {md_code(cfg.runner_url)} ({md(error)}). Start one with `python -m runner serve`.")
         return
     st.caption(rerun.runner_summary(cfg.runner_url, health))
     if not jobs:

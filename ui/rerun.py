@@ -12,6 +12,7 @@ import streamlit as st
 
 from runner import profiles
 from ui import context
+from ui.text import md, md_code
 
 _POLL_S = 1.0
 PROFILES = {**{name: f"{name} ({p.summary})" for name, p in profiles.PROFILES.items()},
@@ -53,13 +54,13 @@ def rerun_panel(row_id: str, cfg) -> dict | None:
         health = client.health()
     except RunnerUnavailable as error:
         st.info(
-            f"No runner service is reachable ({error}). Start one with `python -m runner serve` on a machine "
+            f"No runner service is reachable ({md(error)}). Start one with `python -m runner serve` on a machine "
             "with a GPU (or CPU interpreter mode) and point the explorer at it with `TLX_RUNNER_URL` and "
             "`TLX_RUNNER_TOKEN`."
         )
         return None
     except RunnerError as error:
-        st.warning(f"The runner service at `{cfg.runner_url}` answered with an error: {error.message}")
+        st.warning(f"The runner service at {md_code(cfg.runner_url)} answered with an error: {md(error.message)}")
         return None
     key = _job_key(row_id)
     with st.container(border=True):
@@ -70,7 +71,7 @@ def rerun_panel(row_id: str, cfg) -> dict | None:
             try:
                 job = client.submit(row_id=row_id, **options)
             except (RunnerError, RunnerUnavailable) as error:
-                st.error(f"Could not submit the job: {error}")
+                st.error(f"Could not submit the job: {md(error)}")
                 return None
             st.session_state[key] = {"id": job["id"], "state": job.get("state", "queued"), "result": None}
         job = st.session_state.get(key)
@@ -81,12 +82,12 @@ def rerun_panel(row_id: str, cfg) -> dict | None:
                 try:
                     st.session_state[key] = client.cancel(job["id"]) | {"id": job["id"]}
                 except (RunnerError, RunnerUnavailable) as error:
-                    st.error(f"Could not cancel job {job['id']}: {error}")
+                    st.error(f"Could not cancel job {md_code(job['id'])}: {md(error)}")
                 st.rerun()
             _poll(client, row_id)
             return None
         if job.get("state") == "cancelled" and not job.get("result"):
-            st.warning(f"Job `{job['id']}` was cancelled.")
+            st.warning(f"Job {md_code(job['id'])} was cancelled.")
             return None
     from queries.results import flatten_result
 
@@ -105,19 +106,19 @@ def _poll(client, row_id: str) -> None:
     try:
         latest = client.job(job["id"])
     except (RunnerError, RunnerUnavailable) as error:
-        st.warning(f"Lost contact with the runner while polling job {job['id']}: {error}")
+        st.warning(f"Lost contact with the runner while polling job {md_code(job['id'])}: {md(error)}")
         return
     st.session_state[key] = latest
     if latest["state"] in ("done", "cancelled"):
         st.rerun(scope="app")
-    st.status(f"Job `{latest['id']}` is {latest['state']}…", state="running")
+    st.status(f"Job {md_code(latest['id'])} is {md(latest['state'])}…", state="running")
 
 
 def runner_summary(url: str, health: dict) -> str:
     """One line about a runner service from its `/health` answer."""
-    parts = [f"Runner at `{url}`", str(health.get("device") or "")]
+    parts = [f"Runner at {md_code(url)}", md(health.get("device") or "")]
     if health.get("gpus"):
-        parts.append(", ".join(map(str, health["gpus"])))
+        parts.append(md(", ".join(map(str, health["gpus"]))))
     parts.append(f"{health.get('queue_length', 0)} queued, {health.get('running', 0)} running")
     return " · ".join(p for p in parts if p)
 

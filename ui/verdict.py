@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from ui.labels import error_name
+from ui.text import md
 
 TOLERANCE_NOTE = "tightest standard tolerance (atol = rtol) that every output passed on every trial"
 
@@ -27,9 +28,9 @@ def _present(value) -> bool:
 def headline(run: dict) -> str:
     """`correct` or `failed: <error type>`, with where and under which profile."""
     ok = run.get("status") == "ok"
-    text = "correct" if ok else f"failed: {error_name(run.get('error_type') or 'unknown')}"
+    text = "correct" if ok else f"failed: {md(error_name(run.get('error_type') or 'unknown'))}"
     where = [str(v) for v in (run.get("gpu") or run.get("device"), run.get("profile")) if v]
-    return f"**{text}**" + (f" · {' · '.join(where)}" if where else "")
+    return f"**{text}**" + (f" · {md(' · '.join(where))}" if where else "")
 
 
 def show_latest(run: dict, label_y: float | None, unit: str, source: str) -> None:
@@ -58,12 +59,12 @@ def show_latest(run: dict, label_y: float | None, unit: str, source: str) -> Non
         st.caption(" · ".join(notes))
     flags = list(run.get("flags") or [])
     if flags:
-        st.warning("Flags: " + ", ".join(map(str, flags)))
+        st.warning("Flags: " + md(", ".join(map(str, flags))))
     if "launch_bound" in flags:
         st.info("Launch-bound: the host needs about as long to launch this call as the GPU needs to run it, so the "
                 "GPU waits for Python between kernels and this timing follows host load from run to run.")
     if not ok:
-        st.markdown(f"**{run.get('exception') or 'error'}**")  # the message is program text: shown as text
+        st.markdown(f"**{md(run.get('exception') or 'error')}**")  # program text: shown as text
         if run.get("message"):
             st.code(run["message"], language=None, wrap_lines=True)
         if run.get("traceback"):
