@@ -8,6 +8,7 @@ import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from queries.filters import ERROR_SOURCES, Filters
 from queries.parse import STATIC_ERRORS
+from runner.result import ErrorType
 from ui import bulk, charts, context, data, links, widgets
 from ui.labels import error_name
 from ui.text import md_code
@@ -33,10 +34,12 @@ with st.sidebar:
 
 base = Filters(split=split, holdout_group=holdout, problem_key=problem or None, error_source=source)
 counts = api.failures(store, base).to_pandas()
-known = list(STATIC_ERRORS)
+known = [*STATIC_ERRORS, *(e.value for e in ErrorType if e is not ErrorType.OK)]
 types = list(dict.fromkeys([*counts["error_type"].dropna().tolist(), *known])) if not counts.empty else known
+if links.param("error") not in (None, *types):
+    st.warning(f"The link names no known error type ({md_code(links.param('error'))}): showing every type.")
 error_type = widgets.choice("Error type", types, "error", key="fail_error", container=st.sidebar,
-                            format_func=error_name)
+                            format_func=error_name, closed=True)
 f = Filters(split=split, holdout_group=holdout, problem_key=problem or None, error_source=source, error_type=error_type)
 
 if counts.empty:

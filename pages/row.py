@@ -74,9 +74,14 @@ if detail.program_error:
     links.copy_link("row", row=row_id)
     st.stop()
 
-tab_diff, tab_kernels, tab_program = st.tabs(["Model vs ModelNew", f"Triton kernels ({len(parsed.kernels)})", "Whole program"])
+TABS = {"diff": "Model vs ModelNew", "kernels": f"Triton kernels ({len(parsed.kernels)})", "program": "Whole program"}
+tab = links.param("tab") if links.param("tab") in TABS else "diff"
+tab_diff, tab_kernels, tab_program = st.tabs(list(TABS.values()), default=TABS[tab], key="row_tab",
+                                             on_change="rerun")
+tab = {label: name for name, label in TABS.items()}.get(st.session_state.get("row_tab"), tab)
+links.sync_params(tab=None if tab == "diff" else tab)
 with tab_diff:
-    code.diff_view(parsed, key=f"diff::{row_id}")
+    view_params = code.diff_view(parsed, key=f"diff::{row_id}")
 with tab_kernels:
     if not parsed.kernels:
         st.info("No `@triton.jit` kernel found in this program.")
@@ -88,4 +93,4 @@ with tab_program:
     st.download_button("Download program", detail.program, file_name=f"{safe_name}.py", mime="text/x-python")
     st.code(detail.program, language="python", line_numbers=True)
 
-links.copy_link("row", row=row_id)
+links.copy_link("row", row=row_id, tab=None if tab == "diff" else tab, **view_params)

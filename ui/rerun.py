@@ -11,7 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from runner import profiles
-from ui import context
+from ui import context, runner_state
 from ui.text import md, md_code
 
 _POLL_S = 1.0
@@ -50,18 +50,11 @@ def rerun_panel(row_id: str, cfg) -> dict | None:
     if cfg.read_only:
         return None
     client = client_of(cfg)
-    try:
-        health = client.health()
-    except RunnerUnavailable as error:
-        st.info(
-            f"No runner service is reachable ({md(error)}). Start one with `python -m runner serve` on a machine "
-            "with a GPU (or CPU interpreter mode) and point the explorer at it with `TLX_RUNNER_URL` and "
-            "`TLX_RUNNER_TOKEN`."
-        )
+    state = runner_state.check(cfg, context.store_path(), client)
+    runner_state.explain(state, cfg)
+    if not state.usable:
         return None
-    except RunnerError as error:
-        st.warning(f"The runner service at {md_code(cfg.runner_url)} answered with an error: {md(error.message)}")
-        return None
+    health = state.health
     key = _job_key(row_id)
     with st.container(border=True):
         st.caption(runner_summary(cfg.runner_url, health))
@@ -121,8 +114,3 @@ def runner_summary(url: str, health: dict) -> str:
         parts.append(md(", ".join(map(str, health["gpus"]))))
     parts.append(f"{health.get('queue_length', 0)} queued, {health.get('running', 0)} running")
     return " · ".join(p for p in parts if p)
-
-
-def runner_jobs(cfg, limit: int = 50) -> list[dict]:
-    """Recent jobs of the configured runner (raises RunnerUnavailable / RunnerError)."""
-    return client_of(cfg).jobs(limit=limit)

@@ -12,7 +12,7 @@ import re
 
 # CommonMark lets a backslash escape any ASCII punctuation; these are the ones Markdown, GFM (tables,
 # strikethrough, autolinks), Streamlit's directives (`:red[…]`) and math (`$…$`) give a meaning.
-_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$&=\"'])")
+_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$&=])")
 _BACKTICKS = re.compile(r"`+")
 
 
