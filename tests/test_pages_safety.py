@@ -13,12 +13,14 @@ from ui.text import md, md_code
 HOSTILE = "x` [phish](https://example.com/login) ![pix](https://example.com/p.png) <b>b</b> $x$ :red[r] `y"
 
 
-def test_md_escapes_every_markdown_character():
-    escaped = md(HOSTILE + "\n# heading\n> quote")
-    # every punctuation character Markdown could act on is preceded by a backslash
-    for match in re.finditer(r"[`*_\[\]()#!<>$:|~]", escaped):
+def test_md_escapes_what_markdown_would_act_on():
+    escaped = md(HOSTILE + "\n# heading\n> quote\n1. item\nsee www.example.com or a@example.com, _x_ or *y*")
+    for match in re.finditer(r"[`*\[\]<>$~@|]", escaped):  # never bare: links, images, code, emphasis, math, HTML
         assert escaped[match.start() - 1] == "\\", (match.group(), escaped[: match.start() + 1])
-    assert escaped.split("  \n")[1].startswith("\\#") and escaped.count("  \n") == 2
+    lines = escaped.split("  \n")
+    assert [line[:3] for line in lines[1:4]] == ["\\# ", "\\> ", "1\\."]  # no heading, quote or list
+    assert "https\\://example" in escaped and "www\\.example" in escaped  # no bare-URL autolinks
+    assert "\\_x\\_" in lines[4] and md("compile_error at 2025-01-02T00:00:00Z") == "compile_error at 2025-01-02T00:00:00Z"
 
 
 def test_md_code_fences_past_any_backtick_run():

@@ -154,7 +154,7 @@ def test_bulk_hint_runs_from_the_checkout(env, ui_store, monkeypatch):  # noqa: 
 
 
 @pytest.fixture
-def runner_with_other_token(ui_store, tmp_path):
+def runner_with_other_token(ui_store, tmp_path):  # noqa: F811
     with runner_service(ui_store, tmp_path / "runner-runs", token="the-service-token") as (url, _):
         yield url
 

@@ -10,16 +10,28 @@ from __future__ import annotations
 
 import re
 
-# CommonMark lets a backslash escape any ASCII punctuation; these are the ones Markdown, GFM (tables,
-# strikethrough, autolinks), Streamlit's directives (`:red[…]`) and math (`$…$`) give a meaning.
-_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$&=])")
+# CommonMark lets a backslash escape any ASCII punctuation. Escaped: what makes links and images (`[`, `]`, `<`),
+# code, emphasis and strikethrough (`` ` ``, `*`, `~`, `_` at a word's edge), math (`$`), tables (`|`), e-mail
+# autolinks (`@`), and the marks that start a block at the start of a line (`#`, `>`, `-`, `+`, `=`, `1.`);
+# GFM's bare-URL autolinks are broken at `://` and `www.`. Other punctuation stays as it is, so `compile_error`
+# or `2025-01-02T00:00:00Z` read the same in the source.
+_ALWAYS = re.compile(r"([\\`*\[\]<>$|~@])")
+_EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+_LINE_START = re.compile(r"^(\s*)([#>+=-])")
+_LINE_NUMBER = re.compile(r"^(\s*\d+)([.)])")
 _BACKTICKS = re.compile(r"`+")
 
 
+def _escape_line(line: str) -> str:
+    line = _EDGE_UNDERSCORE.sub(r"\\_", _ALWAYS.sub(r"\\\1", line))
+    line = re.sub(r"(?i)\bwww\.", lambda m: m.group()[:-1] + "\\.", line.replace("://", "\\://"))
+    return _LINE_NUMBER.sub(r"\1\\\2", _LINE_START.sub(r"\1\\\2", line))
+
+
 def md(value: object) -> str:
-    """`value` as Markdown that renders exactly as its text: punctuation escaped, line breaks kept as breaks."""
+    """`value` as Markdown that renders exactly as its text: see above; line breaks kept as breaks."""
     lines = str(value).splitlines() or [""]
-    return "  \n".join(_SPECIAL.sub(r"\\\1", line) for line in lines)
+    return "  \n".join(_escape_line(line) for line in lines)
 
 
 def md_code(value: object) -> str:
