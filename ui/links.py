@@ -20,6 +20,7 @@ PAGES: dict[str, tuple[str, str, str]] = {
     "failures": ("pages/failures.py", "Failures", ":material/error:"),
     "search": ("pages/search.py", "Search", ":material/search:"),
     "runs": ("pages/runs.py", "Runs", ":material/speed:"),
+    "score": ("pages/score.py", "Score predictions", ":material/leaderboard:"),
     "export": ("pages/export.py", "Export", ":material/download:"),
     "sql": ("pages/sql.py", "SQL", ":material/terminal:"),
 }
