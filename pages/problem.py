@@ -39,6 +39,7 @@ if not problem_key:
 
 summary = api.problem_summary(store, problem_key)
 if summary is None:
+    st.title("Problem")
     st.error(f"No problem {md_code(problem_key)} in this store.")
     st.stop()
 
