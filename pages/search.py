@@ -6,7 +6,6 @@ import streamlit as st
 
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
-from queries.search import MAX_LIMIT
 from ui import context, links, widgets
 from ui.labels import latest_status
 from ui.text import md
@@ -47,7 +46,7 @@ if len(hits) < result.hits:
     note += f" ({len(hits):,} shown)"
 note += f" · {result.rows_scanned:,} programs scanned in {result.elapsed_s:.2f} s"
 if not result.counted_all:
-    cut = f"{result.hits:,} matches" if result.hits >= MAX_LIMIT else f"the {SEARCH_BUDGET_S:g} s time budget"
+    cut = f"{result.hits:,} matches" if result.capped else f"the {SEARCH_BUDGET_S:g} s time budget"
     note += f" · **search cut by {cut}**: not every program was searched"
 (st.caption if result.counted_all else st.warning)(note)
 widgets.linked_table(hits, key="search_hits", target="row", id_column="id", param="row",

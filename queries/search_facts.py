@@ -22,6 +22,11 @@ class SearchHits:
     rows_scanned: int
     elapsed_s: float
 
+    @property
+    def capped(self) -> bool:
+        """The count stopped at `MAX_LIMIT` hits (not the time budget)."""
+        return self.hits >= MAX_LIMIT
+
 
 def search_hits(store: Path | str, pattern: str, *, regex: bool = False, limit: int = 100,
                 time_budget_s: float = 1.0, f: Filters = NO_FILTERS, ignore_case: bool = False) -> SearchHits:
