@@ -74,3 +74,12 @@ def test_a_60_mb_result_shows_a_bounded_preview_and_a_download(env, ui_store):  
     assert len(cell) <= CELL_CHARS + 10 and cell.endswith("(cut)")
     assert any("1 cell cut" in c.value for c in at.caption)
     assert at.get("download_button")
+
+
+def test_chart_labels_from_the_data_are_not_plotly_markup():
+    from ui import charts
+
+    link = "<a href='https://example.com'>group</a>"
+    assert charts.rate_bars([link], [0.5], [2], "t").data[0].y == ("&lt;a href=&#x27;https://example.com&#x27;&gt;"
+                                                                  "group&lt;/a&gt;",)
+    assert "<a" not in charts.count_bars([link], [3], "t").data[0].y[0]

@@ -4,6 +4,8 @@ Problem page, unknown error types, runner state (token rejected, another store) 
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -51,11 +53,15 @@ def test_leaderboard_opens_a_comparison(env, ui_store):  # noqa: F811
     env(ui_store)
     at = open_page("problem", problem=problem_key_of(ui_store, "Doubling"))
     no_exception(at)
-    link = next(p.proto for p in at.get("page_link") if p.proto.label == "Compare")
     board = next(d.value for d in at.dataframe if "verified" in d.value.columns)
-    assert link.page.endswith("compare") and link.query_string if hasattr(link, "query_string") else True
-    assert at.selectbox(key="leaderboard_compare::a").value == board["id"].iloc[0]
-    assert at.selectbox(key="leaderboard_compare::b").value == board["id"].iloc[1]
+    first, _, third = board["id"].iloc[:3]
+    assert at.selectbox(key="leaderboard_compare::a").value == first
+    at.selectbox(key="leaderboard_compare::b").set_value(third).run()
+    link = next(p.proto for p in at.get("page_link") if p.proto.label == "Compare")
+    assert link.page == "compare" and not link.disabled
+    assert link.query_string == urlencode({"a": first, "b": third})
+    at.selectbox(key="leaderboard_compare::b").set_value(first).run()  # a row against itself: nothing to compare
+    assert next(p.proto for p in at.get("page_link") if p.proto.label == "Compare").disabled
 
 
 def test_rerun_both_against_a_runner_service(env, ui_store, tmp_path):  # noqa: F811
