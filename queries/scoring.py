@@ -17,6 +17,8 @@ predicted faster and likelier correct). Groups: every row, each split, each hold
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,24 +32,66 @@ METHODS = ("model", "random", "program length", "kernels")
 METRICS = ("pairwise_accuracy", "kendall_tau", "top1_score", "top5_score", "recall_at_5", "auroc")
 
 
-def pairwise_accuracy(score: np.ndarray, y: np.ndarray) -> float | None:
+@dataclass(frozen=True)
+class PairCounts:
+    """Over the pairs i < j of one problem: signs of score and label differences compared."""
+
+    concordant: int  # score and label differ the same way
+    discordant: int  # they differ opposite ways
+    score_ties: int  # label differs, score tied
+    label_pairs: int  # label differs
+    score_pairs: int  # score differs
+
+
+def _tied_pairs(*columns: np.ndarray) -> int:
+    """Pairs equal in every one of `columns`."""
+    _, counts = np.unique(np.stack(columns), axis=1, return_counts=True)
+    return int((counts * (counts - 1) // 2).sum())
+
+
+def _inversions(values: np.ndarray) -> int:
+    """Pairs i < j with values[i] > values[j] (non-negative ints): a bottom-up merge sort, one numpy pass per
+    level, so O(n log² n) whatever the ties."""
+    n, total, width = len(values), 0, 1
+    big = int(values.max()) + 1 if n else 1
+    runs, position = values.astype(np.int64), np.arange(n)
+    while width < n:
+        block = position // (2 * width)
+        right = (position // width) % 2 == 1
+        keys = runs + block * big  # each block's values shifted above the previous block's: one sorted array
+        left_keys, right_keys = keys[~right], keys[right]
+        not_above = np.searchsorted(left_keys, right_keys, side="right")  # left keys <= it, earlier blocks too
+        block_end = np.searchsorted(left_keys, (block[right] + 1) * big, side="left")
+        total += int((block_end - not_above).sum())  # this block's left values above each right value
+        runs = np.sort(keys) - block * big  # the two runs of each block merged in place
+        width *= 2
+    return total
+
+
+def pair_counts(score: np.ndarray, y: np.ndarray) -> PairCounts:
+    """Knight's method: sort by (score, y); discordant pairs are the inversions of y in that order; ties counted
+    by grouping. O(n log² n): a problem of 100,000 rows takes about a second."""
+    n = len(y)
+    _, y_rank = np.unique(y, return_inverse=True)
+    order = np.lexsort((y_rank, score))
+    discordant = _inversions(y_rank[order])
+    pairs, score_tied, y_tied = n * (n - 1) // 2, _tied_pairs(score), _tied_pairs(y_rank)
+    both_tied = _tied_pairs(score, y_rank.astype(float))
+    concordant = pairs - score_tied - y_tied + both_tied - discordant
+    return PairCounts(concordant, discordant, score_tied - both_tied, pairs - y_tied, pairs - score_tied)
+
+
+def pairwise_accuracy(score: np.ndarray, y: np.ndarray, counts: PairCounts | None = None) -> float | None:
     """Share of pairs with y_i != y_j that score orders as y does (score ties count 0.5); None without pairs."""
-    ds = np.sign(score[:, None] - score[None, :])
-    dy = np.sign(y[:, None] - y[None, :])
-    pairs = np.triu(dy != 0, k=1)
-    if not pairs.any():
-        return None
-    agree = np.where(ds == dy, 1.0, np.where(ds == 0, 0.5, 0.0))
-    return float(agree[pairs].mean())
+    c = counts or pair_counts(score, y)
+    return (c.concordant + 0.5 * c.score_ties) / c.label_pairs if c.label_pairs else None
 
 
-def kendall_tau(score: np.ndarray, y: np.ndarray) -> float | None:
+def kendall_tau(score: np.ndarray, y: np.ndarray, counts: PairCounts | None = None) -> float | None:
     """Kendall's tau-b (ties in either variable handled); None when either side is constant."""
-    upper = np.triu(np.ones((len(y), len(y)), dtype=bool), k=1)
-    ds = np.sign(score[:, None] - score[None, :])[upper]
-    dy = np.sign(y[:, None] - y[None, :])[upper]
-    denominator = np.sqrt(np.count_nonzero(ds) * np.count_nonzero(dy))
-    return float((ds * dy).sum() / denominator) if denominator else None
+    c = counts or pair_counts(score, y)
+    denominator = math.sqrt(c.score_pairs * c.label_pairs)
+    return (c.concordant - c.discordant) / denominator if denominator else None
 
 
 def top_k_score(score: np.ndarray, y: np.ndarray, k: int) -> float:
@@ -78,7 +122,9 @@ def _per_problem(frame: pd.DataFrame, column: str) -> dict[str, float | None]:
     values: dict[str, list[float]] = {m: [] for m in METRICS[:5]}
     for _, rows in frame[frame["ok"]].groupby("problem_key", sort=True):
         score, y = rows[column].to_numpy(dtype=float), rows["y"].to_numpy(dtype=float)
-        for name, value in (("pairwise_accuracy", pairwise_accuracy(score, y)), ("kendall_tau", kendall_tau(score, y)),
+        counts = pair_counts(score, y)
+        for name, value in (("pairwise_accuracy", pairwise_accuracy(score, y, counts)),
+                            ("kendall_tau", kendall_tau(score, y, counts)),
                             ("top1_score", top_k_score(score, y, 1)), ("top5_score", top_k_score(score, y, 5)),
                             ("recall_at_5", recall_at_k(score, y, 5))):
             if value is not None:

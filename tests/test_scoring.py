@@ -40,6 +40,18 @@ def test_metrics_on_hand_worked_examples():
     assert scoring.auroc(np.ones(4), np.ones(4, bool)) is None
 
 
+@pytest.mark.parametrize("n", [1, 2, 7, 513, 1000])
+def test_pair_counts_match_every_pair_compared(n):
+    rng = np.random.default_rng(n)
+    score, y = rng.integers(0, 20, n).astype(float), rng.integers(0, 15, n).astype(float)  # many ties
+    ds, dy = np.sign(score[:, None] - score[None, :]), np.sign(y[:, None] - y[None, :])
+    pairs = np.triu(np.ones((n, n), bool), k=1)
+    product = (ds * dy)[pairs]
+    expected = ((product > 0).sum(), (product < 0).sum(), ((dy != 0) & (ds == 0))[pairs].sum(),
+                (dy != 0)[pairs].sum(), (ds != 0)[pairs].sum())
+    assert tuple(vars(scoring.pair_counts(score, y)).values()) == tuple(map(int, expected))
+
+
 def synthetic() -> pd.DataFrame:
     """Two problems: A (4 labelled rows, 1 failed) and B (2 labelled rows); train and test (holdout h)."""
     rows = [("train/000000", "train", None, "A", 1.0), ("train/000001", "train", None, "A", 2.0),
