@@ -44,9 +44,15 @@ class PairCounts:
 
 
 def _tied_pairs(*columns: np.ndarray) -> int:
-    """Pairs equal in every one of `columns`."""
-    _, counts = np.unique(np.stack(columns), axis=1, return_counts=True)
-    return int((counts * (counts - 1) // 2).sum())
+    """Pairs equal in every one of `columns` (each sorted by them: ties are runs)."""
+    if not len(columns[0]):
+        return 0
+    order = np.lexsort(columns[::-1])
+    change = np.zeros(len(order) - 1, dtype=bool)
+    for column in columns:
+        change |= np.diff(column[order]) != 0
+    runs = np.diff(np.flatnonzero(np.concatenate(([True], change, [True]))))
+    return int((runs * (runs - 1) // 2).sum())
 
 
 def _inversions(values: np.ndarray) -> int:
@@ -76,7 +82,7 @@ def pair_counts(score: np.ndarray, y: np.ndarray) -> PairCounts:
     order = np.lexsort((y_rank, score))
     discordant = _inversions(y_rank[order])
     pairs, score_tied, y_tied = n * (n - 1) // 2, _tied_pairs(score), _tied_pairs(y_rank)
-    both_tied = _tied_pairs(score, y_rank.astype(float))
+    both_tied = _tied_pairs(score, y_rank)
     concordant = pairs - score_tied - y_tied + both_tied - discordant
     return PairCounts(concordant, discordant, score_tied - both_tied, pairs - y_tied, pairs - score_tied)
 
@@ -117,19 +123,23 @@ def auroc(p: np.ndarray, positive: np.ndarray) -> float | None:
     return float((ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
-def _per_problem(frame: pd.DataFrame, column: str) -> dict[str, float | None]:
-    """The ranking metrics of one score column, averaged over the problems of `frame` (labelled rows only)."""
-    values: dict[str, list[float]] = {m: [] for m in METRICS[:5]}
-    for _, rows in frame[frame["ok"]].groupby("problem_key", sort=True):
-        score, y = rows[column].to_numpy(dtype=float), rows["y"].to_numpy(dtype=float)
-        counts = pair_counts(score, y)
-        for name, value in (("pairwise_accuracy", pairwise_accuracy(score, y, counts)),
-                            ("kendall_tau", kendall_tau(score, y, counts)),
-                            ("top1_score", top_k_score(score, y, 1)), ("top5_score", top_k_score(score, y, 5)),
-                            ("recall_at_5", recall_at_k(score, y, 5))):
-            if value is not None:
-                values[name].append(value)
-    return {name: float(np.mean(v)) if v else None for name, v in values.items()}
+def _per_problem(frame: pd.DataFrame) -> dict[str, dict[str, float | None]]:
+    """Per method: the ranking metrics averaged over the problems of `frame` (labelled rows only)."""
+    columns = [f"score::{m}" for m in METHODS]
+    labelled = frame.loc[frame["ok"], ["problem_key", "y", *columns]]
+    values = {m: {name: [] for name in METRICS[:5]} for m in METHODS}
+    for _, rows in labelled.groupby("problem_key", sort=True):
+        y = rows["y"].to_numpy(dtype=float)
+        for method, column in zip(METHODS, columns, strict=True):
+            score = rows[column].to_numpy(dtype=float)
+            counts = pair_counts(score, y)
+            for name, value in (("pairwise_accuracy", pairwise_accuracy(score, y, counts)),
+                                ("kendall_tau", kendall_tau(score, y, counts)),
+                                ("top1_score", top_k_score(score, y, 1)), ("top5_score", top_k_score(score, y, 5)),
+                                ("recall_at_5", recall_at_k(score, y, 5))):
+                if value is not None:
+                    values[method][name].append(value)
+    return {m: {name: float(np.mean(v)) if v else None for name, v in per.items()} for m, per in values.items()}
 
 
 def with_baselines(frame: pd.DataFrame) -> pd.DataFrame:
@@ -154,10 +164,11 @@ def metrics(frame: pd.DataFrame) -> pd.DataFrame:
     out = []
     for kind, name, part in groups:
         labelled = part[part["ok"]]
+        ranking = _per_problem(part)
         for method in METHODS:
             row = {"group_kind": kind, "group": name, "method": method, "rows": len(part),
                    "labelled_rows": len(labelled), "problems": labelled["problem_key"].nunique()}
-            row |= _per_problem(part, f"score::{method}")
+            row |= ranking[method]
             p = part[f"p::{method}"]
             row["auroc"] = None if p.isna().any() else auroc(p.to_numpy(dtype=float), part["ok"].to_numpy(bool))
             out.append(row)
