@@ -16,9 +16,11 @@ PAGES: dict[str, tuple[str, str, str]] = {
     "problems": ("pages/problems.py", "Problems", ":material/list:"),
     "problem": ("pages/problem.py", "Problem", ":material/insights:"),
     "row": ("pages/row.py", "Kernel", ":material/code:"),
+    "compare": ("pages/compare.py", "Compare", ":material/compare_arrows:"),
     "failures": ("pages/failures.py", "Failures", ":material/error:"),
     "search": ("pages/search.py", "Search", ":material/search:"),
     "runs": ("pages/runs.py", "Runs", ":material/speed:"),
+    "score": ("pages/score.py", "Score predictions", ":material/leaderboard:"),
     "export": ("pages/export.py", "Export", ":material/download:"),
     "sql": ("pages/sql.py", "SQL", ":material/terminal:"),
 }

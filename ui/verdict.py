@@ -11,26 +11,35 @@ import streamlit as st
 
 from common.hardware import CPU_LABEL
 from ui.labels import error_name
+from ui.text import md
 
 TOLERANCE_NOTE = "tightest standard tolerance (atol = rtol) that every output passed on every trial"
-
-
-def _ms(value: float | None, spread: float | None = None) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    return f"{value:.4g} ms" + (f" ± {spread:.2g}" if spread is not None and not math.isnan(spread) else "")
 
 
 def _present(value) -> bool:
     return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
+def _ms(value: float | None) -> str:
+    return f"{value:.4g} ms" if _present(value) else "—"
+
+
+def spread(run: dict) -> str | None:
+    """The timing's spread as the method records it: p10–p90 of the timed calls (min–max where a result from an
+    older runner has no percentiles), never ± a standard deviation, which one outlier inflates."""
+    n = f" over {run['timing_n']:,} calls" if _present(run.get("timing_n")) else ""
+    for lo, hi, name in (("p10_ms", "p90_ms", "p10–p90"), ("min_ms", "max_ms", "min–max")):
+        if _present(run.get(lo)) and _present(run.get(hi)):
+            return f"{name} {run[lo]:.4g}–{run[hi]:.4g} ms{n}"
+    return None
+
+
 def headline(run: dict) -> str:
     """`correct` or `failed: <error type>`, with where and under which profile."""
     ok = run.get("status") == "ok"
-    text = "correct" if ok else f"failed: {error_name(run.get('error_type') or 'unknown')}"
+    text = "correct" if ok else f"failed: {md(error_name(run.get('error_type') or 'unknown'))}"
     where = [str(v) for v in (run.get("gpu") or run.get("device"), run.get("profile")) if v]
-    return f"**{text}**" + (f" · {' · '.join(where)}" if where else "")
+    return f"**{text}**" + (f" · {md(' · '.join(where))}" if where else "")
 
 
 def show_latest(run: dict, label_y: float | None, unit: str, source: str) -> None:
@@ -41,11 +50,11 @@ def show_latest(run: dict, label_y: float | None, unit: str, source: str) -> Non
     trials = run.get("trials")
     cols[0].metric("correct trials", f"{run.get('correct_trials') if _present(run.get('correct_trials')) else '—'}"
                    f" / {trials if _present(trials) else '—'}")
-    cols[1].metric("ModelNew median", _ms(run.get("median_ms"), run.get("std_ms")))
+    cols[1].metric("ModelNew median", _ms(run.get("median_ms")), help=spread(run))
     cols[2].metric("Model (eager) median", _ms(run.get("ref_median_ms")))
     speedup = run.get("speedup")
     cols[3].metric("speedup vs reference", f"{speedup:.3g}×" if _present(speedup) else "—")
-    notes = []
+    notes = [f"ModelNew {spread(run)}"] if spread(run) else []
     median = run.get("median_ms")
     if _present(median) and _present(label_y) and label_y > 0:
         notes.append(f"measured / label = {median / label_y:.3g} (measured in ms; the label is taken as {unit})")
@@ -59,12 +68,12 @@ def show_latest(run: dict, label_y: float | None, unit: str, source: str) -> Non
         st.caption(" · ".join(notes))
     flags = list(run.get("flags") or [])
     if flags:
-        st.warning("Flags: " + ", ".join(map(str, flags)))
+        st.warning("Flags: " + md(", ".join(map(str, flags))))
     if "launch_bound" in flags:
         st.info("Launch-bound: the host needs about as long to launch this call as the GPU needs to run it, so the "
                 "GPU waits for Python between kernels and this timing follows host load from run to run.")
     if not ok:
-        st.markdown(f"**{run.get('exception') or 'error'}**")  # the message is program text: shown as text
+        st.markdown(f"**{md(run.get('exception') or 'error')}**")  # program text: shown as text
         if run.get("message"):
             st.code(run["message"], language=None, wrap_lines=True)
         if run.get("traceback"):
@@ -73,8 +82,8 @@ def show_latest(run: dict, label_y: float | None, unit: str, source: str) -> Non
 
 def history_frame(runs: pd.DataFrame) -> pd.DataFrame:
     """Every run of the row, newest first, with the columns a reader compares."""
-    columns = ["finished_at", "status", "error_type", "median_ms", "ref_median_ms", "speedup", "tolerance_passed",
-               "profile", "gpu", "device", "duration_s", "result_id"]
+    columns = ["finished_at", "status", "error_type", "median_ms", "p10_ms", "p90_ms", "ref_median_ms", "speedup",
+               "tolerance_passed", "profile", "gpu", "device", "duration_s", "result_id"]
     frame = runs[[c for c in columns if c in runs.columns]].copy()
     frame["error_type"] = frame["error_type"].map(lambda v: error_name(v) if isinstance(v, str) else None)
     return frame
@@ -84,6 +93,8 @@ HISTORY_COLUMNS = {
     "finished_at": st.column_config.TextColumn("finished (UTC)"),
     "error_type": st.column_config.TextColumn("error"),
     "median_ms": st.column_config.NumberColumn("ModelNew median (ms)", format="%.4g"),
+    "p10_ms": st.column_config.NumberColumn("p10 (ms)", format="%.4g"),
+    "p90_ms": st.column_config.NumberColumn("p90 (ms)", format="%.4g"),
     "ref_median_ms": st.column_config.NumberColumn("Model median (ms)", format="%.4g"),
     "speedup": st.column_config.NumberColumn("speedup vs reference", format="%.3g×"),
     "tolerance_passed": st.column_config.NumberColumn("correct at", format="%g"),

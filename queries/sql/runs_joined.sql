@@ -2,7 +2,7 @@
 SELECT
     r.row_id, p.problem_key, p.problem_id, p.title, p.split, p.holdout_group,
     p.y, p.ok AS label_ok, r.status, r.error_type, r.message,
-    r.median_ms, r.std_ms, r.timing_n, r.median_ms / nullif(p.y, 0) AS ratio,
+    r.median_ms, r.p10_ms, r.p90_ms, r.timing_n, r.median_ms / nullif(p.y, 0) AS ratio,
     r.ref_median_ms, r.speedup, r.flags, r.device, r.gpu, r.finished_at, r.result_id
 FROM runs r
 JOIN filtered(
