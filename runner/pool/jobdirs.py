@@ -10,6 +10,7 @@ hand them to the unprivileged candidate process."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
@@ -44,7 +45,9 @@ def parent_dir(work_root: str | None) -> Path:
         if str(parent.parent) not in _swept:
             _swept.add(str(parent.parent))
             remove_stale(parent.parent)
-    parent.mkdir(mode=0o711, parents=True, exist_ok=True)
+        if not parent.is_dir():
+            parent.mkdir(mode=0o711, parents=True)
+            atexit.register(shutil.rmtree, parent, True)  # a clean exit leaves nothing; a SIGKILL, the sweep above
     return parent
 
 

@@ -35,8 +35,8 @@ from runner.config import CHILD_ENV, RunnerConfig
 from runner.options import EvalOptions
 from runner.pool import isolation, jobdirs
 from runner.pool.cgroup import JobCgroup
+from runner.pool.isolation import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 # the child's environment is built from these names only (a prefix such as TORCH_ would pass TORCH_HUB_TOKEN)
 ENV_ALLOWED = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "OMP_NUM_THREADS",
                *CHILD_ENV, "MKL_NUM_THREADS", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",
@@ -186,7 +186,8 @@ class ChildPool:
 
     @staticmethod
     def key(options: EvalOptions) -> tuple:
-        return options.work_root, options.triton_cache_dir, tuple(sorted(base_env(options).items()))
+        return (isolation.current().mode, options.work_root, options.triton_cache_dir,
+                tuple(sorted(base_env(options).items())))
 
     def take(self, options: EvalOptions) -> Child:
         """A child for one job: the oldest live spare (the warmest), else a new one; refills when prewarming."""
