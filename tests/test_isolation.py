@@ -43,7 +43,7 @@ def program(name: str, **values: object) -> str:
 
 def outcomes(result) -> dict:
     assert "OUTCOMES " in result.message, result.message
-    return json.loads(result.message.split("OUTCOMES ", 1)[1].rsplit(" (interpreted", 1)[0])
+    return json.JSONDecoder().raw_decode(result.message.split("OUTCOMES ", 1)[1])[0]
 
 
 def tagged_processes(tag: str) -> list[str]:
@@ -282,3 +282,41 @@ def test_live_owners_folders_are_kept(tmp_path):
         (p / "tlx-run-x").mkdir(parents=True)
     assert jobdirs.remove_stale(tmp_path) == [dead]
     assert mine.exists() and not dead.exists()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["bwrap", "unshare"])
+def test_cuda_works_inside_the_isolation_and_the_routes_stay_shut(monkeypatch, mode):
+    """On the GPU machine: the job still gets its GPU (no user namespace, /dev/nvidia* bound), times it, and the
+    write, network and secret routes are shut there too."""
+    import torch
+
+    from tests.programs import runner_program
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    found = isolation.detect(mode)
+    if found.mode != mode:
+        pytest.skip(f"{mode} is not available on this machine: {found.reason}")
+    use_mode(monkeypatch, mode)
+    try:
+        options = EvalOptions(device="cuda", timeout_s=180, trials=2)
+        r = evaluate_in_sandbox(runner_program("correct_add"), options, result_id=f"gpu-{mode}")
+        assert r.status == "ok" and r.timing is not None, (r.message, r.traceback)
+        assert isolation.NOT_ISOLATED not in r.flags
+        target = REPO / f".isolation-gpu-{uuid.uuid4().hex[:8]}"
+        target.mkdir()
+        listener = Listener()
+        listener.start()
+        try:
+            writes = evaluate_in_sandbox(program("writes", TARGET=str(target), VICTIM=str(REPO / "README.md"),
+                                                 HOME_PROBE="/root/.isolation-gpu-probe"), options, result_id="w")
+            net = evaluate_in_sandbox(program("network", PORT=listener.port), options, result_id="n")
+            assert [p.name for p in target.iterdir()] == [] and listener.received == []
+        finally:
+            shutil.rmtree(target, ignore_errors=True)
+        assert all(v != "done" for v in outcomes(writes).values()), outcomes(writes)
+        assert all(v != "done" for v in outcomes(net).values()), outcomes(net)
+    finally:
+        close_spares()
+        isolation.current.cache_clear()

@@ -85,8 +85,9 @@ def _readable_roots() -> list[str]:
     return [p for p in real if not any(_under(p, q) and p != q for q in real)]
 
 
-def plan(job_root: Path, hide: list[str]) -> list[Mount]:
-    """The job's mounts, shallowest first (a deeper mount lies on top of the folders it sits in)."""
+def plan(job_root: Path, hide: list[str], writable: tuple[str, ...] = ()) -> list[Mount]:
+    """The job's mounts, shallowest first (a deeper mount lies on top of the folders it sits in); `writable`:
+    folders besides the job's own that stay writable (`EvalOptions.write_roots`)."""
     root = _real(job_root)
     tmp = _real(tempfile.gettempdir())
     hidden = {_real(p) for p in (*ALWAYS_HIDDEN, os.path.expanduser("~"), *hide) if p}
@@ -96,7 +97,7 @@ def plan(job_root: Path, hide: list[str]) -> list[Mount]:
     mounts += [Mount("tmpfs", p) for p in hidden]
     mounts += [Mount("ro", p, p) for p in _readable_roots() if any(_under(p, h) for h in hidden | {tmp})]
     mounts += [Mount("tmpfs", p) for p in hidden if any(_under(p, m.dest) for m in mounts if m.kind == "ro")]
-    mounts.append(Mount("rw", root, root))
+    mounts += [Mount("rw", p, p) for p in map(_real, (root, *writable)) if os.path.isdir(p)]
     return sorted(dict.fromkeys(mounts), key=lambda m: m.dest.count("/") if m.dest != "/" else 0)
 
 
@@ -134,9 +135,9 @@ class Isolation:
     def isolated(self) -> bool:
         return self.mode != "none"
 
-    def wrap(self, cmd: list[str], job_root: Path, hide: list[str]) -> list[str]:
+    def wrap(self, cmd: list[str], job_root: Path, hide: list[str], writable: tuple[str, ...] = ()) -> list[str]:
         """`cmd` run inside this isolation (unchanged in mode `none`)."""
-        mounts = plan(job_root, hide)
+        mounts = plan(job_root, hide, writable)
         if self.mode == "bwrap":
             return [str(self.tool), *bwrap_args(mounts), "--", *cmd]
         if self.mode == "unshare":

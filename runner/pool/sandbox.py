@@ -157,11 +157,12 @@ class _Channel(threading.Thread):
 
 
 def _pid_namespace(child: Child) -> str | None:
-    """The job's PID namespace (`/proc/PID/ns/pid`'s link), None when it has none of its own."""
+    """The job's own PID namespace (`/proc/PID/ns/pid`'s link), None when it has none (yet: a child starting)."""
     if not child.iso.isolated:
         return None
     try:
-        return os.readlink(f"/proc/{child.job_pid()}/ns/pid")
+        namespace = os.readlink(f"/proc/{child.job_pid()}/ns/pid")
+        return None if namespace == os.readlink("/proc/self/ns/pid") else namespace
     except OSError:
         return None
 
@@ -267,13 +268,14 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
     memory_cap = job_memory_cap(options.memory_limit_bytes)
     if child.cgroup is not None:
         child.cgroup.set_limit(memory_cap)
-    namespace = _pid_namespace(child)
+    namespace = None
     while proc.poll() is None and not channel.done.is_set():  # a verdict in hand: no waiting for the exit
         if cancel is not None and cancel.is_set():
             killed_for = "cancel"
         elif time.monotonic() > sent + options.timeout_s + channel.waited_s():  # waiting for the GPU is free
             killed_for = "timeout"
         else:
+            namespace = namespace or _pid_namespace(child)
             rss, procs = _job_usage(proc.pid, namespace)
             peak_rss, peak_procs = max(peak_rss, rss), max(peak_procs, procs)
             if peak_rss > memory_cap:

@@ -154,7 +154,7 @@ def start_child(options: EvalOptions) -> Child:
         result_r, result_w = os.pipe()
         parent = isolation.INNER_PARENT_PID if iso.isolated else os.getpid()
         cmd = iso.wrap([sys.executable, "-P", "-m", "runner.child.main", "--spec-fd", str(spec_r), "--result-fd",
-                        str(result_w), "--parent-pid", str(parent)], root, hidden_paths(options))
+                        str(result_w), "--parent-pid", str(parent)], root, hidden_paths(options), options.write_roots)
         if job_cgroup is not None:
             cmd = job_cgroup.enter_command(cmd)
         proc = subprocess.Popen(cmd, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -186,7 +186,7 @@ class ChildPool:
 
     @staticmethod
     def key(options: EvalOptions) -> tuple:
-        return (isolation.current().mode, options.work_root, options.triton_cache_dir,
+        return (isolation.current().mode, options.work_root, options.triton_cache_dir, options.write_roots,
                 tuple(sorted(base_env(options).items())))
 
     def take(self, options: EvalOptions) -> Child:
