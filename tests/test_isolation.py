@@ -15,6 +15,7 @@ import textwrap
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -282,6 +283,35 @@ def test_live_owners_folders_are_kept(tmp_path):
         (p / "tlx-run-x").mkdir(parents=True)
     assert jobdirs.remove_stale(tmp_path) == [dead]
     assert mine.exists() and not dead.exists()
+
+
+HARDENING_PROBE = r"""
+grep CapEff /proc/self/status
+v=$(cat /proc/sys/kernel/core_pattern); (echo "$v" > /proc/sys/kernel/core_pattern) 2>/dev/null && echo SYSCTL-WRITTEN
+mount -o remount,rw / 2>/dev/null && echo REMOUNTED
+umount /root 2>/dev/null && echo UNMOUNTED
+(echo "$$" > "$1") 2>/dev/null && echo LEFT-CGROUP
+test -s /etc/shadow && head -c1 /etc/shadow >/dev/null 2>&1 && echo SHADOW-READ
+ls /dev | tr '
+' ' '
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_job_cannot_undo_its_isolation(mode, tmp_path):
+    """As root without capabilities: no sysctl written (the same value: harmless if it got through), no remount,
+    no unmount, no way out of the cgroups in /sys, no password hashes, a minimal /dev."""
+    iso = isolation.detect(mode)
+    assert iso.mode == mode  # never run the probe unisolated
+    root = jobdirs.make_job_dir(str(tmp_path))
+    procs = Path("/sys/fs/cgroup/memory/cgroup.procs")
+    cmd = iso.wrap(["/bin/sh", "-c", HARDENING_PROBE, "sh", str(procs)], root, [])
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=root / "work").stdout
+    assert "CapEff:\t00000000000000c0" in out  # CAP_SETUID and CAP_SETGID only
+    for breach in ("SYSCTL-WRITTEN", "REMOUNTED", "UNMOUNTED", "LEFT-CGROUP", "SHADOW-READ"):
+        assert breach not in out, out
+    devices = set(out.splitlines()[-1].split())
+    assert {"null", "zero", "urandom", "shm"} <= devices and not devices & {"kmsg", "mem", "vda", "sda", "kvm"}
 
 
 @pytest.mark.gpu

@@ -8,7 +8,7 @@ the in-process guard (`runner.child.guard`).
 - on a read-only view of the host's filesystem in which only the job's folder (`job_root`, see
   `runner.pool.jobdirs`) is writable and `job_root/tmp` is /tmp; home folders, /run (the host's service sockets),
   the runner's folders (runs dir with its token file, store, other jobs, shared caches: `hide`) are empty
-  read-only tmpfs, with the Python install and the repository shown again read-only where they lie under them;
+  read-only tmpfs (the password hashes in /etc, /dev/null), with the Python install and the repository shown again read-only where they lie under them;
 - with a minimal /dev (null, zero, full, random, urandom, tty, a private /dev/shm) plus the GPU devices
   (/dev/nvidia*, /dev/dri);
 - as root with only CAP_SETUID and CAP_SETGID left (the judge hands the candidate an unprivileged uid) and no way
@@ -48,6 +48,7 @@ INNER_PARENT_PID = 1  # the child's parent inside the PID namespace: bwrap's ini
 KEPT_CAPS = ("CAP_SETUID", "CAP_SETGID")
 BASIC_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
 ALWAYS_HIDDEN = ("/root", "/home", "/run")
+HIDDEN_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-")  # root may read them by owner
 PROBE_TIMEOUT_S = 20
 
 
@@ -98,6 +99,7 @@ def plan(job_root: Path, hide: list[str], writable: tuple[str, ...] = ()) -> lis
     mounts += [Mount("ro", p, p) for p in _readable_roots() if any(_under(p, h) for h in hidden | {tmp})]
     mounts += [Mount("tmpfs", p) for p in hidden if any(_under(p, m.dest) for m in mounts if m.kind == "ro")]
     mounts += [Mount("rw", p, p) for p in map(_real, (root, *writable)) if os.path.isdir(p)]
+    mounts += [Mount("ro", p, os.devnull) for p in HIDDEN_FILES if os.path.isfile(p)]
     return sorted(dict.fromkeys(mounts), key=lambda m: m.dest.count("/") if m.dest != "/" else 0)
 
 

@@ -106,7 +106,7 @@ def build_view(mounts: list[dict]) -> None:
             _mount("tmpfs", dest, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
             read_only_at_end.append(dest)
         elif kind in ("ro", "rw") and m["src"] in sources:
-            _bind(sources[m["src"]], dest, True, kind == "ro")
+            _bind(sources[m["src"]], dest, os.path.isdir(f"/proc/self/fd/{sources[m['src']]}"), kind == "ro")
     for dest in read_only_at_end:
         _remount(dest, True)
     for fd in sources.values():
