@@ -8,7 +8,8 @@ the in-process guard (`runner.child.guard`).
 - on a read-only view of the host's filesystem in which only the job's folder (`job_root`, see
   `runner.pool.jobdirs`) is writable and `job_root/tmp` is /tmp; home folders, /run (the host's service sockets),
   the runner's folders (runs dir with its token file, store, other jobs, shared caches: `hide`) are empty
-  read-only tmpfs (the password hashes in /etc, /dev/null), with the Python install and the repository shown again read-only where they lie under them;
+  read-only tmpfs (the password hashes in /etc: /dev/null), with the Python install and the repository shown
+  again read-only where they lie under them;
 - with a minimal /dev (null, zero, full, random, urandom, tty, a private /dev/shm) plus the GPU devices
   (/dev/nvidia*, /dev/dri);
 - as root with only CAP_SETUID and CAP_SETGID left (the judge hands the candidate an unprivileged uid) and no way
@@ -144,8 +145,8 @@ class Isolation:
             return [str(self.tool), *bwrap_args(mounts), "--", *cmd]
         if self.mode == "unshare":
             layout = json.dumps([m.__dict__ for m in mounts])
-            return [shutil.which("setpriv") or "setpriv", "--pdeathsig", "KILL", str(self.tool), "--net", "--pid", "--ipc", "--mount", "--fork", "--kill-child", "--mount-proc",
-                    "--", sys.executable, "-I", "-S", jail.__file__, layout, ",".join(KEPT_CAPS), "--", *cmd]
+            return [shutil.which("setpriv") or "setpriv", "--pdeathsig", "KILL", str(self.tool), "--net", "--pid",
+                    "--ipc", "--mount", "--fork", "--kill-child", "--mount-proc", "--", sys.executable, "-I", "-S", jail.__file__, layout, ",".join(KEPT_CAPS), "--", *cmd]
         return cmd
 
     def returncode(self, code: int) -> int:

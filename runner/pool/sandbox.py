@@ -267,7 +267,10 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
     peak_rss = peak_procs = 0
     memory_cap = job_memory_cap(options.memory_limit_bytes)
     if child.cgroup is not None:
-        child.cgroup.set_limit(memory_cap)
+        try:
+            child.cgroup.set_limit(memory_cap)
+        except OSError:  # v1 refuses a cap below what the spare holds already: the RSS watchdog still applies
+            pass
     namespace = None
     while proc.poll() is None and not channel.done.is_set():  # a verdict in hand: no waiting for the exit
         if cancel is not None and cancel.is_set():

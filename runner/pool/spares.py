@@ -4,14 +4,14 @@ A child is `python -P -m runner.child.main`, started in its own session, inside 
 (`runner.pool.isolation`: namespaces, a read-only filesystem but for its job folder, capabilities dropped) and its
 own memory cgroup where one can be made (`runner.pool.cgroup`), with an environment built from an allow-list
 (`ENV_ALLOWED`: no token, no cloud key reaches it) and a fresh job folder (`runner.pool.jobdirs`; `root/work` is
-HOME, cwd and TMPDIR). A spare's folder is made when it starts and becomes its job's. It imports torch and triton (without touching CUDA), then waits for its
-job spec on a private pipe; it runs exactly one job and exits. `ChildPool.take` hands out the oldest spare started
-for the same configuration (scrubbed environment, device mode, visible devices, work root) or starts a child, and
-then starts replacements in the background (`EvalOptions.spares` per configuration: 2, or one per job sharing
-the GPU), so the next job skips process start,
-imports and CUDA warm-up. All children are
-started by one long-lived spawner thread: the child's parent-death signal fires when the thread that started it
-ends. Spares are killed, and their temp dirs removed, by `close_spares()` (registered with atexit)."""
+HOME, cwd and TMPDIR). A spare's folder is made when it starts and becomes its job's. It imports torch and
+triton (without touching CUDA), then waits for its job spec on a private pipe; it runs exactly one job and exits.
+`ChildPool.take` hands out the oldest spare started for the same configuration (isolation mode, environment,
+device mode, visible devices, work root, shared cache, write roots) or starts a child, and then starts
+replacements in the background (`EvalOptions.spares` per configuration: 2, or one per job sharing the GPU), so the
+next job skips process start, imports and CUDA warm-up. All children are started by one long-lived spawner
+thread: the child's parent-death signal fires when the thread that started it ends. Spares are killed, and their
+job folders removed, by `close_spares()` (registered with atexit)."""
 
 from __future__ import annotations
 
