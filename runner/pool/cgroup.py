@@ -2,9 +2,9 @@
 `memory.limit_in_bytes`), so that an allocation past the job's cap is stopped by the kernel and read back as
 `out_of_memory` (`memory.events` / `memory.oom_control`: `oom_kill N`).
 
-The cgroup is a child of the runner's own memory cgroup, named `tlx-<pid>-<start time>-<n>`; a started job
-enters it before it runs anything (`enter_command`: `sh` writes its own pid to `cgroup.procs`, then execs the
-job). The cap is written when the job is handed out (`set_limit`): a spare is started before its job's options are
+The cgroup is a child of the runner's own memory cgroup (v2: or of a `tlx-jobs` cgroup beside it), named
+`tlx-<pid>-<start time>-<n>`; a started job enters it before it runs anything (`enter_command`: `sh` writes its
+own pid to `cgroup.procs`, then execs the job). The cap is written when the job is handed out (`set_limit`): a spare is started before its job's options are
 known. `remove_stale` removes those of dead runners. Without a writable memory cgroup `JobCgroup.create` returns
 None and the sandbox's RSS watchdog is the limit (both at `job_memory_cap`)."""
 
@@ -73,18 +73,29 @@ def _usable(parent: Path, probe_file: str) -> bool:
             pass
 
 
+def _v2_parent(mount: Path, own: Path) -> Path | None:
+    """Where v2 job cgroups can go: under the runner's own cgroup if it may give them the memory controller, else
+    under a `tlx-jobs` cgroup beside it (a cgroup holding processes cannot enable controllers for children, the
+    "no internal processes" rule: the runner's usually holds others too)."""
+    for parent in (own, own.parent / "tlx-jobs") if own != mount else (own,):
+        try:
+            parent.mkdir(exist_ok=True)
+            if "memory" not in (parent / "cgroup.subtree_control").read_text().split():
+                (parent / "cgroup.subtree_control").write_text("+memory")
+        except OSError:
+            continue
+        if _usable(parent, "memory.max"):
+            return parent
+    return None
+
+
 def find_hierarchy() -> Hierarchy | None:
     """The memory cgroup hierarchy job cgroups can be made in, or None."""
     own = _own_cgroups()
     for mount in (CGROUP_ROOT, CGROUP_ROOT / "unified"):
         if "" in own and (mount / "cgroup.controllers").exists():
-            parent = mount / own[""].lstrip("/")
-            try:
-                if "memory" not in (parent / "cgroup.subtree_control").read_text().split():
-                    (parent / "cgroup.subtree_control").write_text("+memory")
-            except OSError:
-                continue
-            if _usable(parent, "memory.max"):
+            parent = _v2_parent(mount, mount / own[""].lstrip("/"))
+            if parent is not None:
                 return Hierarchy(parent, "memory.max", "memory.events", 2)
     if "memory" in own:
         parent = CGROUP_ROOT / "memory" / own["memory"].lstrip("/")
