@@ -37,7 +37,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.pool import cgroup, jail
+from runner.pool import cgroup, jail, jobdirs
 from runner.pool.jail import PROC_COVERED
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -183,8 +183,7 @@ def detect(forced: str = "") -> Isolation:
     hierarchy = cgroup.find_hierarchy()
     cgroup.remove_stale(hierarchy)
     tried = []
-    job = Path(tempfile.mkdtemp(prefix="tlx-isolation-probe-"))
-    (job / "tmp").mkdir()
+    job = jobdirs.make_job_dir(None)  # under this process's parent: swept by a later runner if this one is killed
     try:
         for mode in ([forced] if forced else MODES):
             if mode == "none":
