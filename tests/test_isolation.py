@@ -248,14 +248,15 @@ KILLED_RUNNER = textwrap.dedent("""
 """)
 
 
-def test_a_sigkilled_runner_leaves_no_folders_or_processes_for_long(tmp_path):
+@pytest.mark.parametrize("mode", MODES)
+def test_a_sigkilled_runner_leaves_no_folders_or_processes_for_long(tmp_path, mode):
     """A runner SIGKILLed mid-job (and its spares): the job's processes die with it (parent-death signal through
     the isolation), its folders stay until the next runner's first job folder sweeps them."""
     tag = f"tlx-iso-killed-{uuid.uuid4().hex[:8]}"
     hang = tmp_path / "hang.py"
     hang.write_text(program("hold_pipes", TAG=tag))
     work = tmp_path / "work"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO), isolation.ISOLATION_ENV: mode}
     runner = subprocess.Popen([sys.executable, "-c", KILLED_RUNNER, str(work), str(hang)], env=env)
     deadline = time.monotonic() + 120
     while not tagged_processes(tag) and time.monotonic() < deadline:
