@@ -44,8 +44,9 @@ def make_store(folder: Path, programs: list[str]) -> Path:
     return folder / "store"
 
 
-def bulk(*args: str, **popen) -> subprocess.CompletedProcess:
+def bulk(*args: str, isolation: str = "auto", **popen) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TLX_")}
+    env["TLX_RUNNER_ISOLATION"] = isolation
     return subprocess.run([sys.executable, "-m", "runner", "bulk", "--device", "cpu", "--trials", "1", *args],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=240, **popen)
 
@@ -170,7 +171,10 @@ def sandbox_children_in(folder: Path) -> list[int]:
 def test_ray_backend_on_a_local_instance(tmp_path):
     store = make_store(tmp_path, [GOOD, KILLS_ITS_WORKER])
     runs = tmp_path / "runs"
-    done = bulk("--store", str(store), "--runs-dir", str(runs), "--backend", "ray", "--ray-cpus", "2")
+    # without isolation, so that the program can kill its Ray worker (isolated, its parent is its PID namespace's
+    # init and the worker is out of reach: tests/test_isolation.py)
+    done = bulk("--store", str(store), "--runs-dir", str(runs), "--backend", "ray", "--ray-cpus", "2",
+                isolation="none")
     assert done.returncode == 0, done.stderr
     results = by_row(runs)
     assert results["train/000000"][0]["status"] == "ok"

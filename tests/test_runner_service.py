@@ -107,6 +107,7 @@ def test_token_is_required_except_on_health(service):
     health = service.client(None).health()
     assert health["device"] == "cpu-interpreter" and health["workers"][0]["name"] == "cpu0"
     assert health["versions"]["torch"] and "queue_length" in health
+    assert health["isolation"]["mode"] in ("bwrap", "unshare", "none") and health["isolation"]["reason"]
 
 
 def test_bad_requests_get_clear_errors(service):

@@ -83,7 +83,7 @@ def test_rerun_both_against_a_runner_service(env, ui_store, tmp_path):  # noqa: 
             facts = at.dataframe[0].value.set_index("")
         assert facts.loc["latest verdict"].tolist() == ["correct", "correct"]
         assert facts.loc["GPU / device"].tolist() == ["cpu-interpreter"] * 2
-        from runner.client import RunnerClient
+        from runner.service.client import RunnerClient
 
         jobs = RunnerClient(url, token).jobs()
         assert sorted(j["row_id"] for j in jobs) == ["train/000001", "train/000004"]

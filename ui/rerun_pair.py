@@ -26,7 +26,7 @@ def _key(a: str, b: str) -> str:
 
 def rerun_both_panel(a: str, b: str, cfg) -> dict[str, dict]:
     """The controls; returns the finished results of this session's "Re-run both" by row id (flat run rows)."""
-    from runner.client import RunnerError, RunnerUnavailable
+    from runner.service.client import RunnerError, RunnerUnavailable
 
     if cfg.read_only:
         return {}
@@ -63,7 +63,7 @@ def rerun_both_panel(a: str, b: str, cfg) -> dict[str, dict]:
 @st.fragment(run_every=_POLL_S)
 def _poll(client, a: str, b: str) -> None:
     """Both jobs' states once per run; when both are final, rerun the page to show the verdicts."""
-    from runner.client import RunnerError, RunnerUnavailable
+    from runner.service.client import RunnerError, RunnerUnavailable
 
     key = _key(a, b)
     jobs = dict(st.session_state.get(key) or {})

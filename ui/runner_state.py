@@ -30,7 +30,7 @@ class RunnerState:
 
 def check(cfg, store: Path | str, client) -> RunnerState:
     """Ask the service for its health and (with the token) its recent jobs; never raises."""
-    from runner.client import RunnerError, RunnerUnavailable
+    from runner.service.client import RunnerError, RunnerUnavailable
 
     try:
         health = client.health()

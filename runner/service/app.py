@@ -42,6 +42,7 @@ from common.program_hash import is_utf8
 from common.results_log import ResultsLog, default_writer
 from common.row_id import BadRowId, check_row_id
 from common.settings import DEFAULT_PORT, RunnerConfig, load_settings
+from runner.pool import isolation, scrub
 from runner.pool.gate import gates_report
 from runner.pool.slots import Slot, make_slots
 from runner.result import RunResult
@@ -147,6 +148,7 @@ class RunnerService:
             "workers": [{"name": s.name, "device": s.device, "job": running.get(s.name)} for s in self.slots],
             "gpu_gates": gates_report(),  # per GPU: seconds held by jobs (busy) and timing, and their fractions
             "uptime_s": round(time.time() - self.started_at, 1),
+            "isolation": isolation.current().describe(),  # mode "none": every result is flagged not_isolated
         }
 
     def submit(self, body: Any) -> tuple[int, dict[str, Any]]:
@@ -205,6 +207,7 @@ def resolve_token(host: str, runs_dir: Path) -> str:
     if not is_loopback(host):
         raise SystemExit(f"serve: refusing to listen on non-loopback host {host!r} without TLX_RUNNER_TOKEN")
     token = secrets.token_urlsafe(32)
+    scrub.register(token)  # not in the environment, where scrub finds the others: results never carry it
     path = runs_dir / "runner.token"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
