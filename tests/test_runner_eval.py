@@ -596,3 +596,23 @@ def test_children_find_the_checkout_without_an_installed_package():
 
     root = Path(base_env(EvalOptions())["PYTHONPATH"])
     assert (root / "runner" / "child" / "main.py").is_file() and (root / "common" / "settings.py").is_file()
+
+
+def test_an_unprivileged_candidate_can_reach_its_job_whatever_the_umask(tmp_path):
+    """On the H200 the runner ran with umask 077: the job folders' parent and the program file must still be
+    reachable by the candidate's unprivileged user (mkdir's mode is masked by the umask; the judge opens the
+    program file for it)."""
+    from runner.child.candidate_client import open_for
+    from runner.pool.jobdirs import make_job_dir
+
+    old = os.umask(0o077)
+    try:
+        job = make_job_dir(str(tmp_path))
+        program = job / "work" / "program.py"
+        program.write_text("x = 1\n")
+        assert program.stat().st_mode & 0o777 == 0o600
+        open_for(program, (65534, 65534))
+    finally:
+        os.umask(old)
+    assert job.parent.stat().st_mode & 0o777 == 0o711
+    assert program.stat().st_mode & 0o777 == 0o644

@@ -31,11 +31,12 @@ PR_SET_NO_NEW_PRIVS = 38
 EXIT_WAIT_S = 5.0
 
 
-def _others_can_reach(path: str) -> bool:
-    """Whether a user who owns nothing on the way can read `path` (every folder above it searchable)."""
+def _others_can_reach(path: str, read: bool = True) -> bool:
+    """Whether a user who owns nothing on the way can reach `path` (every folder above it searchable) and, when
+    `read`, read it."""
     real = os.path.realpath(path)
     try:
-        if not os.stat(real).st_mode & stat.S_IROTH:
+        if read and not os.stat(real).st_mode & stat.S_IROTH:
             return False
         parent = os.path.dirname(real)
         while True:
@@ -57,16 +58,18 @@ def _runtime_paths() -> list[str]:
     return [sys.executable, *(os.path.dirname(m.__file__) for m in (runner, torch, triton))]
 
 
-def candidate_identity(env: dict[str, str] | None = None) -> tuple[tuple[int, int] | None, str]:
+def candidate_identity(work: Path, env: dict[str, str] | None = None) -> tuple[tuple[int, int] | None, str]:
     """((uid, gid) the candidate runs as, or None to keep the judge's; why). The judge's user is kept when it is
-    not root, when `TLX_RUNNER_CANDIDATE_UID=same`, or when the interpreter or the packages it needs are out of
-    an unprivileged user's reach (a Python under /root)."""
+    not root, when `TLX_RUNNER_CANDIDATE_UID=same`, or when the interpreter, the packages it needs or the folder
+    that holds the job folders (`work`'s grandparent; the judge opens the rest) are out of an unprivileged user's
+    reach (a Python under /root, a work root under a private temp folder)."""
     raw = (os.environ if env is None else env).get(UID_ENV, "").strip().lower()
     if os.geteuid() != 0:
         return None, "the judge is not root: the candidate runs as the same user"
     if raw in ("same", "none"):
         return None, f"{UID_ENV}={raw}: the candidate runs as the judge's user"
     unreachable = [p for p in _runtime_paths() if not _others_can_reach(p)]
+    unreachable += [] if _others_can_reach(str(work.parent.parent), read=False) else [str(work.parent.parent)]
     if unreachable:
         return None, f"{unreachable[0]} is out of an unprivileged user's reach: the candidate runs as root"
     uid = int(raw) if raw.isdigit() else NOBODY
@@ -81,19 +84,23 @@ def _no_new_privs() -> None:
         pass
 
 
-def open_for(path: Path, identity: tuple[int, int] | None, writable: bool = True) -> None:
-    """Let the candidate's user reach `path` (and, when `writable`, write in it)."""
+def open_for(path: Path, identity: tuple[int, int] | None) -> None:
+    """Let the candidate's user read `path` (a file, or a folder with all it holds) and write in its folders,
+    whatever the runner's umask made them (on the H200 the runner's files were the owner's alone)."""
     if identity is None:
         return
-    try:
-        os.chmod(path, 0o1777 if writable else 0o755)
-    except OSError:
-        pass
+    paths = [path] if path.is_file() else [path, *path.rglob("*")]
+    for p in paths:
+        try:
+            if not p.is_symlink():
+                os.chmod(p, 0o1777 if p.is_dir() else 0o644)
+        except OSError:
+            pass
 
 
 class CandidateProcess:
     def __init__(self, work: Path) -> None:
-        self.identity, self.identity_note = candidate_identity()
+        self.identity, self.identity_note = candidate_identity(work)
         self.folder = work / "candidate"
         self.folder.mkdir(exist_ok=True)
         if self.identity is not None:

@@ -28,7 +28,7 @@ from typing import Any
 
 from common.hardware import result_device
 from runner.child import launches, timing
-from runner.child.candidate_client import CandidateProcess
+from runner.child.candidate_client import CandidateProcess, open_for
 from runner.child.compare import compare_outputs, flatten
 from runner.child.reference import NoReference, reference_source
 from runner.child.steps import Steps, Stop, fail, import_file, inputs_digest
@@ -75,6 +75,7 @@ class Judge:
         """Both sides load at once: the candidate imports the program and builds ModelNew while the judge
         imports the reference part and builds Model. The candidate's failure wins (it is the program's)."""
         self.emit("load: importing the program")
+        open_for(Path(self.path), self.candidate.identity)
         with self.gate.hold(SHARED):
             self.candidate.ask("load", program=self.path, options=self.options.to_dict(), device=self.device,
                                triton_cache_dir=cache_dir)

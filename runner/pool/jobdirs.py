@@ -46,7 +46,8 @@ def parent_dir(work_root: str | None) -> Path:
             _swept.add(str(parent.parent))
             remove_stale(parent.parent)
         if not parent.is_dir():
-            parent.mkdir(mode=0o711, parents=True)
+            parent.mkdir(parents=True)
+            os.chmod(parent, 0o711)  # whatever the umask (the H200's runner had 077: mkdir's mode is masked)
             atexit.register(shutil.rmtree, parent, True)  # a clean exit leaves nothing; a SIGKILL, the sweep above
     return parent
 
@@ -69,6 +70,21 @@ def remove_stale(base: Path) -> list[Path]:
     return removed
 
 
+def _mount_points_in_scratch(root: Path) -> None:
+    """The isolation shows `root/tmp` as /tmp and then `root` at its own path; when `root` lies under /tmp, the
+    folders on the way to it are made inside `root/tmp`, and bubblewrap would make them 0700, out of the
+    candidate's reach (seen with bubblewrap 0.8): make them here, searchable."""
+    tmp = Path(os.path.realpath(tempfile.gettempdir()))
+    real = Path(os.path.realpath(root))
+    if tmp not in real.parents:
+        return
+    inside = real / "tmp"
+    for part in real.relative_to(tmp).parts:
+        inside = inside / part
+        inside.mkdir(exist_ok=True)
+        os.chmod(inside, 0o711)
+
+
 def make_job_dir(work_root: str | None) -> Path:
     """A fresh job folder with its three subfolders (see the module docstring)."""
     root = Path(tempfile.mkdtemp(prefix="tlx-run-", dir=parent_dir(work_root)))
@@ -77,6 +93,7 @@ def make_job_dir(work_root: str | None) -> Path:
             (root / name).mkdir()
         for path in (root, *(root / name for name in JOB_SUBDIRS)):
             os.chmod(path, 0o777)
+        _mount_points_in_scratch(root)
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise

@@ -157,7 +157,8 @@ def start_child(options: EvalOptions) -> Child:
         if job_cgroup is not None:
             cmd = job_cgroup.enter_command(cmd)
         proc = subprocess.Popen(cmd, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, pass_fds=(spec_r, result_w), start_new_session=True)
+                                stderr=subprocess.PIPE, pass_fds=(spec_r, result_w), start_new_session=True,
+                                umask=0o022)  # the folders bwrap makes on the way to the job's must be searchable)
     except BaseException:
         for fd in (spec_w, result_r):
             if fd >= 0:
