@@ -21,7 +21,7 @@ from common.errors import TlxError
 from common.settings import Settings, load_settings
 from queries.results import load_run_results, results_signature
 from queries.sql_files import sql_text
-from queries.store import INDEX_SCHEMA, Store, StoreError
+from queries.store import INDEX_SCHEMA, OPTIONAL_COLUMNS, Store, StoreError
 
 MEMO_BYTES = 64 * 1024 * 1024
 
@@ -72,7 +72,7 @@ class Database:
         except duckdb.Error as exc:
             raise StoreError(f"{path}: cannot read the index ({str(exc).splitlines()[0]})") from exc
         columns = {row[0] for row in self.con.execute("DESCRIBE programs").fetchall()}
-        missing = [name for name in INDEX_SCHEMA.names if name not in columns]
+        missing = [name for name in INDEX_SCHEMA.names if name not in columns and name not in OPTIONAL_COLUMNS]
         rows = self.con.execute("SELECT count(*) FROM programs").fetchall()[0][0]
         if missing or not rows:
             reason = f"lacks columns {', '.join(missing)}" if missing else "holds no rows"
