@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from common.errors import TlxError
 from common.settings import Settings, load_settings
+from queries.checks_table import checks_table
 from queries.results import load_run_results, results_signature
 from queries.sql_files import sql_text
 from queries.store import INDEX_SCHEMA, OPTIONAL_COLUMNS, Store, StoreError
@@ -58,11 +59,15 @@ class Database:
         except BaseException:
             self.con.close()
             raise
+        self.con.register("checks_arrow", checks_table())
+        self.con.execute(sql_text("setup_checks"))
+        self.con.unregister("checks_arrow")
+        self.con.execute(sql_text("setup_row_flags"))
+        self.con.execute(sql_text("setup_filtered"))
+        self.con.execute(sql_text("setup_problems"))
         self._runs_signature: tuple | None = None
         self.runs_skipped_lines = 0
         self.refresh_runs()
-        self.con.execute(sql_text("setup_filtered"))
-        self.con.execute(sql_text("setup_problems"))
         self.con.execute("SET lock_configuration = true")
 
     def _load_index(self) -> None:
@@ -71,6 +76,7 @@ class Database:
             self.con.execute(sql_text("setup_programs"), {"index_path": str(path)})
         except duckdb.Error as exc:
             raise StoreError(f"{path}: cannot read the index ({str(exc).splitlines()[0]})") from exc
+        self.con.execute(sql_text("setup_optional_columns"))
         columns = {row[0] for row in self.con.execute("DESCRIBE programs").fetchall()}
         missing = [name for name in INDEX_SCHEMA.names if name not in columns and name not in OPTIONAL_COLUMNS]
         rows = self.con.execute("SELECT count(*) FROM programs").fetchall()[0][0]
@@ -92,6 +98,7 @@ class Database:
                 cursor.register("runs_arrow", table)
                 cursor.execute(sql_text("setup_runs"))
                 cursor.unregister("runs_arrow")
+                cursor.execute(sql_text("setup_problem_stats"))
             finally:
                 cursor.close()
             self.runs_skipped_lines = skipped

@@ -37,6 +37,13 @@ RUNS_SCHEMA = pa.schema(
         ("ref_median_ms", pa.float64()),
         ("speedup", pa.float64()),
         ("flags", pa.list_(pa.string())),
+        ("launches_checked", pa.bool_()),
+        ("triton_share", pa.float64()),
+        ("triton_launches", pa.int64()),
+        ("triton_ms", pa.float64()),
+        ("other_launches", pa.int64()),
+        ("other_ms", pa.float64()),
+        ("top_kernels", pa.string()),
         ("method", pa.string()),
         ("profile", pa.string()),
         ("atol", pa.float64()),
@@ -105,6 +112,8 @@ def flatten_result(obj: dict, results_file: str, line: int) -> dict:
     ref_timing = _timing(obj.get("ref_timing"))
     system = obj.get("system") if isinstance(obj.get("system"), dict) else {}
     method = obj.get("method") if isinstance(obj.get("method"), dict) else {}
+    launches = obj.get("launches") if isinstance(obj.get("launches"), dict) else {}
+    checked = launches.get("checked")
     flags = obj.get("flags")
     if isinstance(flags, dict):
         flags = [name for name, on in flags.items() if on]
@@ -129,6 +138,13 @@ def flatten_result(obj: dict, results_file: str, line: int) -> dict:
         "ref_median_ms": _number(ref_timing.get("median_ms")),
         "speedup": _number(obj.get("speedup")),
         "flags": [str(flag) for flag in flags] if isinstance(flags, list) else [],
+        "launches_checked": checked if isinstance(checked, bool) else None,  # null: an older result, not checked
+        "triton_share": _number(launches.get("triton_share")) if checked is True else None,
+        "triton_launches": _integer(launches.get("triton_launches")),
+        "triton_ms": _number(launches.get("triton_ms")),
+        "other_launches": _integer(launches.get("other_launches")),
+        "other_ms": _number(launches.get("other_ms")),
+        "top_kernels": _text(launches.get("top_kernels")),
         "method": _text(obj.get("method")),
         "profile": _text(method.get("profile")),
         "atol": _number(method.get("atol")),

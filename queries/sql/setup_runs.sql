@@ -1,5 +1,6 @@
 -- At connect and whenever result files change: the run results of this store's programs, the latest result of
--- each row, and that latest verdict copied onto the row in `programs` (so filters on it need no join).
+-- each row, and that latest verdict and its flags copied onto the row in `programs` (so filters on it need no
+-- join).
 -- A result belongs to a row when it names the row's id AND the row's program hash: every store shares the runs
 -- folder, and the same row id means another program in another store. Results that name no hash (older logs)
 -- match by row id alone. The latest verdict is this file's order, the only definition the project uses.
@@ -13,8 +14,20 @@ QUALIFY row_number() OVER (
     PARTITION BY row_id ORDER BY finished_at DESC NULLS LAST, results_file DESC, line DESC
 ) = 1;
 
-UPDATE programs SET measured_status = NULL, measured_error = NULL WHERE measured_status IS NOT NULL;
+UPDATE programs SET measured_status = NULL, measured_error = NULL, measured_flags = NULL, triton_share = NULL,
+                    row_flags = coalesce(static_flags, []),
+                    flagged = list_has_any(coalesce(static_flags, []), (SELECT list(name) FROM checks WHERE hack))
+WHERE measured_status IS NOT NULL;
 
-UPDATE programs SET measured_status = r.status, measured_error = r.error_type
+UPDATE programs SET measured_status = r.status, measured_error = r.error_type, measured_flags = r.flags,
+                    triton_share = r.triton_share
 FROM runs_latest r
 WHERE programs.id = r.row_id;
+
+-- a run flag by its entry name: `state_loaded:2/2` -> state_loaded, `refused: socket.connect` -> refused
+UPDATE programs SET row_flags = list_distinct(coalesce(static_flags, [])
+                                              || list_transform(measured_flags, lambda f: trim(split_part(f, ':', 1))))
+WHERE measured_status IS NOT NULL;
+
+UPDATE programs SET flagged = list_has_any(row_flags, (SELECT list(name) FROM checks WHERE hack))
+WHERE measured_status IS NOT NULL;
