@@ -9,7 +9,8 @@ import math
 import pandas as pd
 import streamlit as st
 
-from ui.labels import error_name
+from ui import flags as flag_ui
+from ui.labels import error_name, flags_text
 
 TOLERANCE_NOTE = "tightest standard tolerance (atol = rtol) that every output passed on every trial"
 
@@ -40,12 +41,19 @@ def show_latest(run: dict, label_y: float | None, unit: str, source: str) -> Non
     trials = run.get("trials")
     cols[0].metric("correct trials", f"{run.get('correct_trials') if _present(run.get('correct_trials')) else '—'}"
                    f" / {trials if _present(trials) else '—'}")
-    cols[1].metric("ModelNew median", _ms(run.get("median_ms"), run.get("std_ms")))
+    cols[1].metric("ModelNew median", _ms(run.get("median_ms")),  # the spread in the notes: a metric cuts long text
+                   help=None if not _present(run.get("std_ms")) else f"± {run['std_ms']:.2g} ms (std)")
     cols[2].metric("Model (eager) median", _ms(run.get("ref_median_ms")))
     speedup = run.get("speedup")
     cols[3].metric("speedup vs reference", f"{speedup:.3g}×" if _present(speedup) else "—")
     notes = []
     median = run.get("median_ms")
+    if _present(median) and _present(run.get("std_ms")):
+        notes.append(f"ModelNew {_ms(median, run.get('std_ms'))} (std)")
+    if run.get("launches_checked") is True and _present(run.get("triton_share")):
+        notes.append(f"Triton share of GPU time {run['triton_share']:.0%}")
+    elif run.get("device") is not None:
+        notes.append("Triton share: not checked")
     if _present(median) and _present(label_y) and label_y > 0:
         notes.append(f"measured / label = {median / label_y:.3g} (measured in ms; the label is taken as {unit})")
     if _present(run.get("tolerance_passed")):
@@ -58,7 +66,8 @@ def show_latest(run: dict, label_y: float | None, unit: str, source: str) -> Non
         st.caption(" · ".join(notes))
     flags = list(run.get("flags") or [])
     if flags:
-        st.warning("Flags: " + ", ".join(map(str, flags)))
+        st.warning("Flags: " + flags_text(flags))
+        flag_ui.legend(flags, key="verdict_flags_legend")
     if "launch_bound" in flags:
         st.info("Launch-bound: the host needs about as long to launch this call as the GPU needs to run it, so the "
                 "GPU waits for Python between kernels and this timing follows host load from run to run.")
