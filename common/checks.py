@@ -75,6 +75,8 @@ CHECKS: tuple[Check, ...] = (
        "speed is torch's (or cached), not a Triton kernel's.", True),
     _r("output_reused", "output reused across calls", "after timing, fresh values in the same input tensors gave "
        "a wrong output: ModelNew returns a result kept from earlier calls.", True),
+    _r("inputs_differ", "inputs differ", "the candidate's process made other inputs than the reference's from the "
+       "same seed (`get_inputs` is not deterministic, or the candidate redefines it).", True),
     _r("forged_verdict", "forged verdict", "the verdict channel got a result the child did not send: the "
        "program tried to write its own verdict.", True),
     _r("excessive_speedup", "speedup over 10×", "the measured speedup over the eager reference is above 10×: "
@@ -106,6 +108,10 @@ CHECKS: tuple[Check, ...] = (
        "the usual trials, the spread being tight."),
     _r("timing_max_trials", "max trials reached", "timing reached its maximum number of calls before the spread "
        "was tight."),
+    _r("timing_do_bench", "timed by do_bench", "timed with Triton's do_bench as a cross-check method."),
+    _r("candidate_crashed", "candidate process crashed", "the process running ModelNew died or stopped answering."),
+    _r("candidate_protocol_error", "candidate protocol error", "the process running ModelNew answered the judge "
+       "with something other than the protocol's messages."),
     _r("harness_error", "harness error", "the harness itself failed around the program (not the program's "
        "verdict)."),
     _r("no_cuda_device", "no CUDA device", "asked for CUDA, but the job saw no GPU."),
