@@ -198,6 +198,8 @@ def test_rerun_against_a_runner_service(env, ui_store, runner):
     assert [n.label for n in at.number_input] == ["atol", "rtol"] and at.number_input[0].value == 0.01
     at.selectbox(key="rerun_profile::train/000001").set_value("kernelbench").run()
     assert not at.number_input
+    holder = next(c for c in at.columns if any(b.key == "rerun::train/000001" for b in c.button))
+    assert holder.weight >= 1 / 3 - 1e-9  # "Re-run this program" uncut at 1400 px (was 1/6: "Re-run this progr…")
     at.button(key="rerun::train/000001").click().run()
     no_exception(at)
     deadline = time.monotonic() + 90

@@ -23,7 +23,7 @@ COLUMNS = ("rank", "id", "speedup_vs_reference", "kernel_names", "verified", "tr
 
 def share_text(share: float | None, checked: bool | None, run_id: str | None) -> str:
     """A run's Triton share of GPU time as text: "—" never re-run, "not checked" where the run did not count."""
-    if run_id is None:
+    if run_id is None or (isinstance(run_id, float) and math.isnan(run_id)):  # pandas' missing value
         return "—"
     if checked is not True or share is None or (isinstance(share, float) and math.isnan(share)):
         return "not checked"

@@ -1,0 +1,118 @@
+"""AppTest checks of what the checks and flags add to the pages: flag counts and the flag filter (Overview, Problem,
+Failures), the level filter (Problems, Failures), the candidate toggles, legends read from common/checks.py, and
+tables whose key columns fit 1400 px (1400 minus the sidebar: about 1000 px for a table)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from common.checks import meaning
+from tests.test_honest_board import ROWS, board  # noqa: F401  (the module fixture: a store with flagged rows)
+from tests.test_pages import env, no_exception, open_page  # noqa: F401
+from ui import board as board_ui
+
+WIDTHS = {"small": 75, "medium": 200, "large": 400}
+TABLE_PX = 1000
+
+
+def shown_px(frame, through: list[str]) -> int:
+    """Pixels of the visible columns from the left up to the last of `through`; a column without a width counts
+    as wide as a medium one."""
+    config = json.loads(frame.proto.columns)
+    columns = [c for c in frame.value.columns if not config.get(c, {}).get("hidden")]
+    last = max(columns.index(c) for c in through)
+    return sum(WIDTHS.get(config.get(c, {}).get("width"), WIDTHS["medium"]) for c in columns[: last + 1])
+
+
+def frame_with(at, column: str):
+    return next(d for d in at.dataframe if column in d.value.columns)
+
+
+@pytest.fixture
+def flagged(env, board, tmp_path):  # noqa: F811
+    import os
+
+    env(board, TLX_RUNS_DIR=os.environ["TLX_RUNS_DIR"])
+    return board
+
+
+def test_problems_table_fits_and_filters_by_level(env, fixture_store):  # noqa: F811
+    env(fixture_store)
+    at = open_page("problems")
+    no_exception(at)
+    table = frame_with(at, "y_min")
+    assert shown_px(table, ["y_min", "y_median", "spread"]) <= TABLE_PX
+    at = open_page("problems", level="2")
+    no_exception(at)
+    assert set(frame_with(at, "y_min").value["problem_id"]) == {"2_5"} and at.query_params["level"] == "2"
+
+
+def test_failures_level_and_flag_filters_and_share_fits(env, fixture_store):  # noqa: F811
+    env(fixture_store)
+    at = open_page("failures")
+    no_exception(at)
+    counts = frame_with(at, "share")
+    assert shown_px(counts, ["share"]) <= TABLE_PX // 2  # the table has half the page, the chart the other
+    at.selectbox(key="fail_level").set_value("1").run()
+    no_exception(at)
+    examples = frame_with(at, "measured_message").value
+    assert len(examples) and set(examples["problem_id"]) <= {"1_19", "1_1"}
+    at = open_page("failures", flag="no_triton_launch")
+    no_exception(at)
+    assert any("No failures match" in i.value for i in at.info)
+
+
+def test_overview_counts_flags_with_their_meaning_and_filters(flagged):
+    at = open_page("overview")
+    no_exception(at)
+    flags = frame_with(at, "meaning").value
+    assert dict(zip(flags["flag"], flags["rows"], strict=True))["no_triton_launch"] == 1
+    assert set(flags["meaning"]) >= {meaning("kernel_never_called").split(" Excluded")[0]}
+    at.selectbox(key="overview_flag").set_value("precision_downcast").run()
+    no_exception(at)
+    assert at.query_params["flag"] == "precision_downcast"
+    assert any(m.label == "programs" and m.value == "1" for m in at.metric)
+
+
+def test_problem_page_ranks_honest_candidates_and_says_where_references_differ(flagged):
+    import pyarrow.parquet as pq
+
+    key = pq.read_table(flagged / "index.parquet", columns=["problem_key"])["problem_key"][0].as_py()
+    at = open_page("problem", problem=key)
+    no_exception(at)
+    fastest = next(m for m in at.metric if m.label.startswith("fastest"))
+    assert fastest.value == f"{ROWS[5][1]:.4g}"  # the fastest honest row, not the flagged 0.001 / 0.002 ones
+    board = frame_with(at, "verified")
+    assert list(board.value["id"]) == ["train/000005", "train/000000", "train/000001"]
+    assert shown_px(board, ["speedup_vs_reference", "kernel_names"]) <= TABLE_PX
+    assert list(board.value["triton_share_text"]) == ["—", "90%", "not checked"]
+    assert any("2 different runs" in w.value for w in at.warning)
+    assert any(m.label == "ranked" for m in at.metric)
+    flags = frame_with(at, "meaning").value
+    assert "precision_downcast" in set(flags["flag"])
+    at.toggle(key="problem_flagged").set_value(True).run()
+    no_exception(at)
+    assert frame_with(at, "verified").value["id"].iloc[0] == "train/000002"
+    assert "with_flagged=1" in at.code[-1].value
+
+
+def test_kernel_page_explains_static_and_run_flags(flagged):
+    at = open_page("row", row="train/000004")
+    no_exception(at)
+    legends = [d.value for d in at.dataframe if "meaning" in d.value.columns and "code" in d.value.columns]
+    codes = {c for frame in legends for c in frame["code"]}
+    assert {"no_triton_launch", "state_loaded:2/2"} <= codes
+    text = next(frame for frame in legends if "state_loaded:2/2" in set(frame["code"]))
+    row = text[text["code"] == "state_loaded:2/2"].iloc[0]
+    assert row["flag"] == "reference state loaded (2/2)" and row["meaning"] == meaning("state_loaded")
+    median = next(m for m in at.metric if m.label == "ModelNew median")
+    assert "±" not in median.value  # the spread goes to the notes: the metric box cuts long text
+    at = open_page("row", row="train/000005")
+    no_exception(at)
+    assert any("fp16/bf16 downcast" in c.value for c in at.caption)
+
+
+def test_leaderboard_flags_text_marks_unchecked_rows():
+    assert board_ui.row_flags_text(["launch_bound"], True) == "launch-bound · static checks: not checked"
