@@ -84,10 +84,10 @@ def test_problem_page_ranks_honest_candidates_and_says_where_references_differ(f
     no_exception(at)
     fastest = next(m for m in at.metric if m.label.startswith("fastest"))
     assert fastest.value == f"{ROWS[5][1]:.4g}"  # the fastest honest row, not the flagged 0.001 / 0.002 ones
-    board = frame_with(at, "verified")
-    assert list(board.value["id"]) == ["train/000005", "train/000000", "train/000001"]
-    assert shown_px(board, ["speedup_vs_reference", "kernel_names"]) <= TABLE_PX
-    assert list(board.value["triton_share_text"]) == ["—", "90%", "not checked"]
+    ranked = frame_with(at, "verified")
+    assert list(ranked.value["id"]) == ["train/000005", "train/000000", "train/000001"]
+    assert shown_px(ranked, ["speedup_vs_reference", "kernel_names"]) <= TABLE_PX
+    assert list(ranked.value["triton_share_text"]) == ["—", "90%", "not checked"]
     assert any("2 different runs" in w.value for w in at.warning)
     assert any(m.label == "ranked" for m in at.metric)
     flags = frame_with(at, "meaning").value
