@@ -51,7 +51,8 @@ def board(tmp_path_factory):
         result(ids(0)[0], "ok", median_ms=0.1) | {"speedup": 2.0, "ref_timing": {"median_ms": 0.2},
                                                    "launches": launches} | sha(0),
         result(ids(1)[0], "ok", median_ms=0.3) | {"speedup": 1.0, "ref_timing": {"median_ms": 0.3}} | sha(1),
-        result(ids(4)[0], "ok", median_ms=0.05) | {"flags": ["no_triton_launch", "state_loaded:2/2"]} | sha(4),
+        result(ids(4)[0], "ok", median_ms=0.05) | {"flags": ["no_triton_launch", "state_loaded:2/2",
+                                                                      "ref_launch_bound"]} | sha(4),
     ])
     clear_cache()
     old = os.environ.get("TLX_RUNS_DIR")
@@ -104,8 +105,8 @@ def test_leaderboard_carries_the_runs_reference_and_triton_share(board):
     assert share_text(first["triton_share"], first["launches_checked"], first["run_id"]) == "90%"
     assert share_text(second["triton_share"], second["launches_checked"], second["run_id"]) == "not checked"
     assert share_text(None, None, None) == "—"
-    note = reference_spread(api.fastest(board, key_of(board)))
-    assert note is not None and "2 different runs" in note and "0.2-0.3 ms" in note
+    note, ratio = reference_spread(api.fastest(board, key_of(board)))
+    assert "2 different runs" in note and "0.2-0.3 ms" in note and ratio == pytest.approx(1.5)
     assert reference_spread(api.fastest(board, key_of(board), k=1)) is None
 
 
@@ -114,7 +115,8 @@ def test_flag_filter_and_counts(board):
     counts = {r["flag"]: r for r in api.flag_counts(board).to_pylist()}
     assert {name: r["rows"] for name, r in counts.items()} == {
         "torch_compute_in_forward": 1, "kernel_never_called": 1, "precision_downcast": 1, "no_triton_launch": 1,
-        "state_loaded": 1}
+        "state_loaded": 1, "ref_launch_bound": 1}
+    assert counts["ref_launch_bound"]["label"] == "reference: launch-bound" and not counts["ref_launch_bound"]["hack"]
     assert counts["no_triton_launch"]["hack"] and not counts["state_loaded"]["hack"]
     assert counts["state_loaded"]["meaning"] == next(c.meaning for c in CHECKS if c.name == "state_loaded")
     assert api.overview(board).totals["flagged_rows"] == 2

@@ -16,6 +16,7 @@ from ui.labels import flags_text
 RANKED_HELP = ("Ranked candidates pass one filter, the same for the header's fastest, this leaderboard, the Problems "
                "table and the fastest-correct export: a Triton kernel and no hack flag ("
                + ", ".join(checks.HACK_FLAGS) + "), unless the sidebar's toggles let them in.")
+REFERENCE_SPREAD_WARN = 1.1  # reference medians further apart than this: a warning, else a note
 # the columns a reader compares, in order; the rest stay off the table (the row page has them)
 COLUMNS = ("rank", "id", "speedup_vs_reference", "kernel_names", "verified", "triton_share_text", "flags_text",
            "measured_ms", "ref_median_ms", "y", "copies", "speedup_vs_median")
@@ -37,16 +38,18 @@ def row_flags_text(row_flags: list[str], static_not_checked: bool) -> str:
     return flags_text(row_flags) + (" · static checks: not checked" if static_not_checked else "")
 
 
-def reference_spread(table: pa.Table) -> str | None:
-    """A sentence when the measured speedups come from more than one run: how many, and the reference's medians."""
+def reference_spread(table: pa.Table) -> tuple[str, float] | None:
+    """When the measured speedups come from more than one run: a sentence saying so with the range of the
+    reference's medians, and that range as a ratio (max / min)."""
     runs = {(r["run_id"], r["ref_median_ms"]) for r in table.select(["run_id", "ref_median_ms"]).to_pylist()
             if r["run_id"] is not None and r["ref_median_ms"] is not None}
     if len(runs) < 2:
         return None
     refs = sorted(ms for _, ms in runs)
-    return (f"These speedups come from {len(runs)} different runs, each against the reference timed in its own run: "
-            f"the reference's median was {refs[0]:.4g}-{refs[-1]:.4g} ms ({refs[-1] / refs[0]:.2f}× apart), so "
-            "compare speedups across rows with care (re-run them together for a same-run comparison).")
+    ratio = refs[-1] / refs[0] if refs[0] > 0 else math.inf
+    return (f"These speedups come from {len(runs)} different runs, each against the reference timed in its own "
+            f"run: the reference's median was {refs[0]:.4g}-{refs[-1]:.4g} ms ({ratio:.2f}× apart), so compare "
+            "speedups across rows with that in mind (re-run them together for a same-run comparison).", ratio)
 
 
 def leaderboard(table: pa.Table, label_unit: str, *, key: str) -> None:
@@ -57,9 +60,9 @@ def leaderboard(table: pa.Table, label_unit: str, *, key: str) -> None:
         df["flags_text"] = [row_flags_text(list(f), nc) for f, nc in zip(df["flags"], df["static_not_checked"],
                                                                           strict=True)]
         df = df[[c for c in COLUMNS if c in df.columns]]
-    note = reference_spread(table)
-    if note:
-        st.warning(note)
+    spread = reference_spread(table)
+    if spread is not None:
+        (st.warning if spread[1] > REFERENCE_SPREAD_WARN else st.info)(spread[0])
     widgets.linked_table(df, key=key, target="row", id_column="id", param="row", column_config={
         "rank": st.column_config.NumberColumn("#", format="%d", width="small"),
         "id": st.column_config.TextColumn("row", width="small"),
