@@ -66,6 +66,7 @@ class Database:
         self.con.execute(sql_text("setup_filtered"))
         self.con.execute(sql_text("setup_problems"))
         self._runs_signature: tuple | None = None
+        self._flagged_signature: tuple | None = None
         self.runs_skipped_lines = 0
         self.refresh_runs()
         self.con.execute("SET lock_configuration = true")
@@ -98,7 +99,10 @@ class Database:
                 cursor.register("runs_arrow", table)
                 cursor.execute(sql_text("setup_runs"))
                 cursor.unregister("runs_arrow")
-                cursor.execute(sql_text("setup_problem_stats"))
+                flagged = cursor.execute(sql_text("flagged_signature")).fetchall()[0]
+                if flagged != self._flagged_signature:  # the ranked rows changed: ~1 s on 601k rows, so not always
+                    cursor.execute(sql_text("setup_problem_stats"))
+                    self._flagged_signature = flagged
             finally:
                 cursor.close()
             self.runs_skipped_lines = skipped

@@ -144,3 +144,12 @@ def test_a_store_without_static_flags_opens_as_not_checked(fixture_store, tmp_pa
     assert board and all(r["static_not_checked"] for r in board)
     assert row_flags_text([], True) == "not checked" and row_flags_text([], False) == "none"
     assert api.row(old, "train/000000").meta["static_flags"] is None
+
+
+def test_new_run_flags_move_rows_out_of_the_problems_table(board, tmp_path, monkeypatch):
+    runs = tmp_path / "runs"
+    monkeypatch.setenv("TLX_RUNS_DIR", str(runs))
+    write_results(runs, [])
+    assert api.problems(board)["best_id"].to_pylist() == ids(4)  # row 4's flagged run is in the other folder
+    write_results(runs, [result(ids(4)[0], "failed", "output_mismatch") | {"flags": ["output_reused"]}], name="w2.jsonl")
+    assert api.problems(board)["best_id"].to_pylist() == ids(5)

@@ -6,7 +6,7 @@
 -- that same run (`ref_median_ms`, `run_id`: rows re-run in different runs had different reference timings).
 -- Hash aggregates and joins only (no window sort over the problem's rows).
 WITH rows AS (
-    SELECT id, y, split, n_kernels, kernel_names, autotuned, cand_chars, candidate_key, row_flags, static_flags
+    SELECT id, y, split, n_kernels, kernel_names, autotuned, cand_chars, candidate_key, run_flags, static_flags
     FROM filtered(
         $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
         $f_source::VARCHAR, $f_level::INTEGER, $f_flag::VARCHAR)
@@ -38,7 +38,7 @@ SELECT
     m.ref_median_ms,
     m.triton_share,
     m.launches_checked,
-    r.row_flags AS flags,
+    list_distinct(list_concat(coalesce(r.static_flags, []), coalesce(r.run_flags, []))) AS flags,
     r.static_flags IS NULL AS static_not_checked,
     t.y,
     t.copies,

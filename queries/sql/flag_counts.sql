@@ -2,12 +2,15 @@
 -- kind, label, meaning and hack (the `checks` table; `ref_<name>`: the runner's flag about the reference's timing;
 -- a flag this version does not know has kind 'unknown').
 WITH rows AS (
-    SELECT row_flags FROM filtered(
+    SELECT static_flags, run_flags FROM filtered(
         $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
         $f_source::VARCHAR,
         $f_level::INTEGER, $f_flag::VARCHAR)
 ), counted AS (
-    SELECT flag, count(*) AS rows FROM (SELECT unnest(row_flags) AS flag FROM rows) GROUP BY flag
+    -- static and run flags have no name in common, and run_flags holds each name once: one row counts once
+    SELECT flag, count(*) AS rows
+    FROM (SELECT unnest(static_flags) AS flag FROM rows UNION ALL SELECT unnest(run_flags) FROM rows)
+    GROUP BY flag
 )
 SELECT c.flag, coalesce(k.kind, 'unknown') AS kind,
        CASE WHEN k.name IS NULL THEN c.flag WHEN k.name = c.flag THEN k.label ELSE 'reference: ' || k.label END

@@ -6,7 +6,7 @@ WHERE (f_split IS NULL OR split = f_split)
   AND (f_problem IS NULL OR problem_key = f_problem)
   AND (f_status IS NULL OR ok = (f_status = 'ok'))
   AND (f_level IS NULL OR level = f_level)
-  AND (f_flag IS NULL OR list_contains(row_flags, f_flag))
+  AND (f_flag IS NULL OR coalesce(list_contains(static_flags, f_flag) OR list_contains(run_flags, f_flag), false))
   AND (CASE
         WHEN f_error IS NULL AND f_source IS NULL THEN true
         WHEN f_error IS NULL AND f_source = 'static' THEN static_error <> 'ok_static'

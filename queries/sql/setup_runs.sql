@@ -15,19 +15,16 @@ QUALIFY row_number() OVER (
 ) = 1;
 
 UPDATE programs SET measured_status = NULL, measured_error = NULL, measured_flags = NULL, triton_share = NULL,
-                    row_flags = coalesce(static_flags, []),
-                    flagged = list_has_any(coalesce(static_flags, []), (SELECT list(name) FROM checks WHERE hack))
+                    run_flags = NULL,
+                    flagged = coalesce(list_has_any(static_flags, (SELECT list(name) FROM checks WHERE hack)), false)
 WHERE measured_status IS NOT NULL;
 
+-- run_flags: each flag by its entry name (`state_loaded:2/2` -> state_loaded, `refused: socket.connect` -> refused)
 UPDATE programs SET measured_status = r.status, measured_error = r.error_type, measured_flags = r.flags,
-                    triton_share = r.triton_share
+                    triton_share = r.triton_share,
+                    run_flags = list_distinct(list_transform(r.flags, lambda f: trim(split_part(f, ':', 1))))
 FROM runs_latest r
 WHERE programs.id = r.row_id;
 
--- a run flag by its entry name: `state_loaded:2/2` -> state_loaded, `refused: socket.connect` -> refused
-UPDATE programs SET row_flags = list_distinct(coalesce(static_flags, [])
-                                              || list_transform(measured_flags, lambda f: trim(split_part(f, ':', 1))))
-WHERE measured_status IS NOT NULL;
-
-UPDATE programs SET flagged = list_has_any(row_flags, (SELECT list(name) FROM checks WHERE hack))
-WHERE measured_status IS NOT NULL;
+UPDATE programs SET flagged = true
+WHERE measured_status IS NOT NULL AND list_has_any(run_flags, (SELECT list(name) FROM checks WHERE hack));
