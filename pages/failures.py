@@ -61,6 +61,8 @@ else:
     with right:
         charts.show(charts.count_bars(counts["cause"], counts["rows"], "Failed rows by cause", counts["source"]),
                     key="failure_bars")
+    flags.legend(counts.loc[counts["source"] == "static", "error_type"], "What the static causes mean",
+                 key="failure_legend")
 bulk.bulk_panel(api.unmeasured_failures(store, f), f, info, cfg, key="fail_bulk")
 
 st.subheader("Flags of the failed rows")

@@ -116,3 +116,12 @@ def test_kernel_page_explains_static_and_run_flags(flagged):
 
 def test_leaderboard_flags_text_marks_unchecked_rows():
     assert board_ui.row_flags_text(["launch_bound"], True) == "launch-bound · static checks: not checked"
+
+
+def test_failures_explain_static_causes(env, fixture_store):  # noqa: F811
+    env(fixture_store)
+    at = open_page("failures")
+    no_exception(at)
+    legend = next(d.value for d in at.dataframe if "code" in d.value.columns)
+    assert "no_model_new" in set(legend["code"])
+    assert legend.loc[legend["code"] == "no_model_new", "meaning"].iloc[0] == meaning("no_model_new")
