@@ -125,3 +125,15 @@ def test_failures_explain_static_causes(env, fixture_store):  # noqa: F811
     legend = next(d.value for d in at.dataframe if "code" in d.value.columns)
     assert "no_model_new" in set(legend["code"])
     assert legend.loc[legend["code"] == "no_model_new", "meaning"].iloc[0] == meaning("no_model_new")
+
+
+def test_export_fastest_correct_uses_the_candidate_filter(flagged):
+    at = open_page("export", fastest="1", fmt="jsonl")
+    no_exception(at)
+    assert {"export_no_triton", "export_flagged"} <= {t.key for t in at.toggle}
+    at.button(key="export_prepare").click().run()
+    no_exception(at)
+    assert at.get("download_button")  # built from api.export(..., c=Candidates()): tests/test_honest_board.py
+    at.toggle(key="export_flagged").set_value(True).run()
+    no_exception(at)
+    assert "with_flagged=1" in at.code[-1].value
