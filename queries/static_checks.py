@@ -139,7 +139,7 @@ def _is_kernel(fn: ast.AST) -> bool:
     return False
 
 
-_SKIP_FIELDS = frozenset({"ctx", "type_comment", "kind", "id", "attr", "name", "value_", "n", "s"})
+_SKIP_FIELDS = frozenset({"ctx", "type_comment", "kind", "id", "attr", "name"})  # contexts and plain strings
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
@@ -222,7 +222,7 @@ class _Program:
                 self.tries.append(node)
             elif kind is ast.Import or kind is ast.ImportFrom:
                 self._import(node, wanted)
-            for field_name in _FIELDS.get(kind) or _fields(kind):
+            for field_name in _fields(kind):
                 value = getattr(node, field_name, None)
                 if type(value) is list:
                     stack.extend([(item, owner, in_kernel) for item in value if isinstance(item, ast.AST)])
