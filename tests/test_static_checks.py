@@ -260,3 +260,16 @@ def test_stage_one_alone_leaves_flags_not_checked(tmp_path):
     store = tmp_path / "store"
     ingest([str(tmp_path / "train.parquet")], store, progress=False, workers=1, syntax_check=False)
     assert Store(store).read_index(["static_flags"]).to_pylist() == [{"static_flags": None}]
+
+
+def test_check_syntax_adds_the_column_to_a_store_built_before_it(tmp_path):
+    from queries.ingest.syntax_check import check_syntax
+
+    pq.write_table(pa.table({"x": [BASE + CHEATS["cuda_stream"]], "y": pa.array([1.0])}), tmp_path / "train.parquet")
+    store = tmp_path / "store"
+    ingest([str(tmp_path / "train.parquet")], store, progress=False, workers=1, syntax_check=False)
+    index = pq.read_table(store / "index.parquet")
+    pq.write_table(index.drop_columns(["static_flags"]), store / "index.parquet")
+    assert Store(store).read_index(["id", "static_flags"]).to_pylist() == [{"id": "train/000000", "static_flags": None}]
+    assert check_syntax(store, workers=1, progress=False)["static_flags"] == {"cuda_stream": 1}
+    assert Store(store).read_index(["static_flags"]).to_pylist() == [{"static_flags": ["cuda_stream"]}]
