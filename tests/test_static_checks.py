@@ -273,3 +273,10 @@ def test_check_syntax_adds_the_column_to_a_store_built_before_it(tmp_path):
     assert Store(store).read_index(["id", "static_flags"]).to_pylist() == [{"id": "train/000000", "static_flags": None}]
     assert check_syntax(store, workers=1, progress=False)["static_flags"] == {"cuda_stream": 1}
     assert Store(store).read_index(["static_flags"]).to_pylist() == [{"static_flags": ["cuda_stream"]}]
+
+
+def test_the_whole_program_path_reads_only_the_candidates_statements():
+    # "__future__" in the candidate makes stage 2 compile the whole text and split it by the reference's lines
+    note = "# a candidate that mentions __future__\n"
+    assert flags_of(note + HONEST) == []
+    assert flags_of(note + CHEATS["kernel_never_called"]) == ["torch_compute_in_forward", "kernel_never_called"]
