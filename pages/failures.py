@@ -48,25 +48,24 @@ if counts.empty:
     st.info("No failures match these filters.")
 else:
     counts.insert(0, "cause", counts["error_type"].map(error_name))
-    left, right = st.columns([1, 1])
+    left, right = st.columns([3, 2])
     with left:  # narrow columns, so "share" stays in view at 1400 px
         st.dataframe(counts.drop(columns=["error_type"]), hide_index=True, key="failure_counts", column_config={
-            "cause": st.column_config.TextColumn("cause", width="medium"),
-            "source": st.column_config.TextColumn("source", width="small"),
-            "rows": st.column_config.NumberColumn("failed rows", format="%d", width="small"),
-            "problems": st.column_config.NumberColumn(format="%d", width="small"),
-            "share": st.column_config.NumberColumn("share", format="percent", width="small",
+            "cause": st.column_config.TextColumn("cause", width=150),
+            "source": st.column_config.TextColumn("source", width=80),
+            "rows": st.column_config.NumberColumn("failed rows", format="%d", width=80),
+            "problems": st.column_config.NumberColumn(format="%d", width=75),
+            "share": st.column_config.NumberColumn("share", format="percent", width=65,
                                                    help="share of the failed rows"),
         })
     with right:
         charts.show(charts.count_bars(counts["cause"], counts["rows"], "Failed rows by cause", counts["source"]),
                     key="failure_bars")
-    flags.legend(counts.loc[counts["source"] == "static", "error_type"], "What the static causes mean",
-                 key="failure_legend")
+    flags.legend(counts.loc[counts["source"] == "static", "error_type"], "What the static causes mean")
 bulk.bulk_panel(api.unmeasured_failures(store, f), f, info, cfg, key="fail_bulk")
 
 st.subheader("Flags of the failed rows")
-flags.flag_counts_table(api.flag_counts(store, replace(f, status="failed")), key="failure_flags")
+flags.flag_counts_table(api.flag_counts(store, replace(f, status="failed")))
 
 st.subheader("Example rows" + (f" with `{error_name(error_type)}`" if error_type else ""))
 examples = api.failure_examples(store, f, limit=50).to_pandas()

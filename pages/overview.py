@@ -62,7 +62,7 @@ unchecked = totals["static_unchecked_rows"]
 st.caption(f"{totals['flagged_rows']:,} rows carry a flag that keeps them out of the rankings by default"
            + (f"; the static hack checks have not run on {unchecked:,} rows (not checked, never passed)"
               if unchecked else "") + ".")
-flags.flag_counts_table(api.flag_counts(info.path, f), key="overview_flags")
+flags.flag_counts_table(api.flag_counts(info.path, f))
 
 errors = api.failures(info.path, f).to_pylist()
 if errors:

@@ -82,7 +82,7 @@ with right:
                     key="problem_errors")
 
 st.subheader("Flags")
-flags.flag_counts_table(api.flag_counts(store, f), key="problem_flags")
+flags.flag_counts_table(api.flag_counts(store, f))
 
 st.subheader("Fastest candidates")
 st.caption("Ranked by the dataset's label; identical candidates are folded into one row (`copies`). "

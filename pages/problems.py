@@ -52,8 +52,8 @@ if not df.empty:
 st.caption(f"{plural(len(df), 'problem')} · select a row (or its `open` link) to open the problem")
 config = {
     "title": st.column_config.TextColumn("problem", width="medium"),
-    "y_min": st.column_config.NumberColumn(f"fastest ({cfg.label_unit})", format="%.4g", width="small"),
-    "y_median": st.column_config.NumberColumn(f"median ({cfg.label_unit})", format="%.4g", width="small"),
+    "y_min": st.column_config.NumberColumn(f"fastest ({cfg.label_unit})", format="%.4g", width=95),
+    "y_median": st.column_config.NumberColumn(f"median ({cfg.label_unit})", format="%.4g", width=95),
     "spread": st.column_config.NumberColumn("spread", format="%.3g×", width="small",
                                             help="slowest / fastest label of the ranked candidates"),
     "candidates": st.column_config.NumberColumn(format="%d", width="small"),

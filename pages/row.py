@@ -50,7 +50,7 @@ static_flags = meta.get("static_flags")
 st.caption(f"static check (ingest, nothing run): **{error_name(meta.get('static_error'))}** · static hack flags: "
            f"**{flags_text(None if static_flags is None else list(static_flags))}**")
 if static_flags is not None and len(static_flags):
-    flags.legend(list(static_flags), "What the static flags mean", key="row_static_legend")
+    flags.legend(list(static_flags), "What the static flags mean")
 
 st.subheader("Latest verdict")
 fresh = rerun.rerun_panel(row_id, cfg)

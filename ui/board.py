@@ -64,18 +64,18 @@ def leaderboard(table: pa.Table, label_unit: str, *, key: str) -> None:
     if spread is not None:
         (st.warning if spread[1] > REFERENCE_SPREAD_WARN else st.info)(spread[0])
     widgets.linked_table(df, key=key, target="row", id_column="id", param="row", column_config={
-        "rank": st.column_config.NumberColumn("#", format="%d", width="small"),
-        "id": st.column_config.TextColumn("row", width="small"),
+        "rank": st.column_config.NumberColumn("#", format="%d", width=40),
+        "id": st.column_config.TextColumn("row", width=105),
         "speedup_vs_reference": st.column_config.NumberColumn(
-            "speedup (measured)", format="%.2f×", width="small",
-            help="Model eager time / ModelNew time, both timed in the same re-run"),
-        "kernel_names": st.column_config.ListColumn("kernels", width="medium"),
-        "verified": st.column_config.TextColumn("verified", width="small", help="the latest re-run's verdict"),
+            "speedup", format="%.2f×", width=75,
+            help="measured: Model eager time / ModelNew time, both timed in the same re-run"),
+        "kernel_names": st.column_config.ListColumn("kernels", width=160),
+        "verified": st.column_config.TextColumn("verified", width=80, help="the latest re-run's verdict"),
         "triton_share_text": st.column_config.TextColumn(
-            "Triton share", width="small",
+            "Triton share", width=105,
             help="share of the re-run's GPU time spent in Triton kernels; not checked: the run could not count "
                  "launches (CPU interpreter, or a result from before launch accounting)"),
-        "flags_text": st.column_config.TextColumn("flags", width="medium",
+        "flags_text": st.column_config.TextColumn("flags", width=200,
                                                   help="static and latest-run flags; the legend below says what "
                                                        "each means"),
         "measured_ms": st.column_config.NumberColumn("measured (ms)", format="%.4g", width="small"),
@@ -86,4 +86,4 @@ def leaderboard(table: pa.Table, label_unit: str, *, key: str) -> None:
         "speedup_vs_median": st.column_config.NumberColumn("vs median label", format="%.2f×", width="small"),
     })
     if not df.empty:
-        flags.legend([f for row in table["flags"].to_pylist() for f in row or []], key=f"{key}_legend")
+        flags.legend([f for row in table["flags"].to_pylist() for f in row or []])

@@ -41,38 +41,30 @@ def level_choice(key: str, container=st) -> int | None:
     return int(picked) if picked else None
 
 
-def flag_counts_table(counts, key: str) -> None:
-    """Rows per flag (from `queries.api.flag_counts`), each with its meaning beside it."""
+def flag_counts_table(counts) -> None:
+    """Rows per flag (from `queries.api.flag_counts`), each with its whole meaning beside it: a static table, which
+    wraps long text where a data grid would cut it."""
     if counts.num_rows == 0:
         st.caption("No flag on these rows. " + REVIEW_NOTE)
         return
-    df = counts.to_pandas()
-    df.insert(0, "flag_label", df["flag"].map(flag_label))
-    st.dataframe(df[["flag_label", "flag", "kind", "hack", "rows", "share", "meaning"]], hide_index=True, key=key,
-                 column_config={
-                     "flag_label": st.column_config.TextColumn("flag", width="medium"),
-                     "flag": st.column_config.TextColumn("code", width="small"),
-                     "kind": st.column_config.TextColumn("found by", width="small",
-                                                         help="static_flag: at ingest, nothing run; run_flag: "
-                                                              "by the runner on the latest re-run"),
-                     "hack": st.column_config.CheckboxColumn("left out of rankings", width="small",
-                                                             help="left out of the leaderboard by default"),
-                     "rows": st.column_config.NumberColumn(format="%d", width="small"),
-                     "share": st.column_config.NumberColumn("share of rows", format="percent", width="small"),
-                     "meaning": st.column_config.TextColumn("meaning", width="large"),
-                 })
+    rows = counts.to_pylist()
+    st.table({
+        "flag": [flag_label(r["flag"]) for r in rows],
+        "code": [r["flag"] for r in rows],
+        "found by": ["ingest (static)" if r["kind"] == "static_flag" else "a re-run" for r in rows],
+        "ranked by default": ["no" if r["hack"] else "yes" for r in rows],
+        "rows": [f"{r['rows']:,}" for r in rows],
+        "share": [f"{r['share']:.1%}" for r in rows],
+        "meaning": [r["meaning"] for r in rows],
+    })
     st.caption(REVIEW_NOTE)
 
 
-def legend(codes: Iterable[str], title: str = "What these flags mean", key: str = "legend") -> None:
-    """An expander listing each code once with its label and meaning (flags with values included). A table, not
-    markdown: a run flag's value can hold text the program chose."""
+def legend(codes: Iterable[str], title: str = "What these flags mean") -> None:
+    """An expander listing each code once with its label and meaning (flags with values included). A static table
+    (wrapped, and plain text: a run flag's value can hold text the program chose)."""
     seen = list(dict.fromkeys(str(c) for c in codes))
     if not seen:
         return
     with st.expander(title):
-        st.dataframe({"code": seen, "flag": [flag_label(c) for c in seen], "meaning": [flag_help(c) for c in seen]},
-                     hide_index=True, key=key, column_config={
-                         "code": st.column_config.TextColumn(width="small"),
-                         "flag": st.column_config.TextColumn(width="medium"),
-                         "meaning": st.column_config.TextColumn(width="large")})
+        st.table({"code": seen, "flag": [flag_label(c) for c in seen], "meaning": [flag_help(c) for c in seen]})

@@ -67,7 +67,7 @@ def show_latest(run: dict, label_y: float | None, unit: str, source: str) -> Non
     flags = list(run.get("flags") or [])
     if flags:
         st.warning("Flags: " + flags_text(flags))
-        flag_ui.legend(flags, key="verdict_flags_legend")
+        flag_ui.legend(flags)
     if "launch_bound" in flags:
         st.info("Launch-bound: the host needs about as long to launch this call as the GPU needs to run it, so the "
                 "GPU waits for Python between kernels and this timing follows host load from run to run.")
