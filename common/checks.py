@@ -75,6 +75,9 @@ CHECKS: tuple[Check, ...] = (
        "speed is torch's (or cached), not a Triton kernel's.", True),
     _r("output_reused", "output reused across calls", "after timing, fresh values in the same input tensors gave "
        "a wrong output: ModelNew returns a result kept from earlier calls.", True),
+    _r("faster_on_repeated_inputs", "faster on repeated inputs", "calls with fresh values written into the inputs "
+       "took over 1.5× (and 10 µs more than) the timing loop's median, which reuses one input: an output cached by "
+       "value is likely, and the timed speed is not the kernel's.", True),
     _r("inputs_differ", "inputs differ", "the candidate's process made other inputs than the reference's from the "
        "same seed (`get_inputs` is not deterministic, or the candidate redefines it).", True),
     _r("forged_verdict", "forged verdict", "the verdict channel got a result the child did not send: the "
