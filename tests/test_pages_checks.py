@@ -118,6 +118,9 @@ def test_kernel_page_explains_static_and_run_flags(flagged):
     text = next(frame for frame in legends if "state_loaded:2/2" in set(frame["code"]))
     row = text[text["code"] == "state_loaded:2/2"].iloc[0]
     assert row["flag"] == "reference state loaded (2/2)" and row["meaning"] == meaning("state_loaded")
+    # labels without values in the (markdown) warning; the values are in the plain-text legend
+    assert any(w.value == "Flags: no Triton kernel ran, reference state loaded, reference: launch-bound"
+               for w in at.warning)
     median = next(m for m in at.metric if m.label == "ModelNew median")
     assert "±" not in median.value  # the spread goes to the notes: the metric box cuts long text
     at = open_page("row", row="train/000005")

@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from ui import flags as flag_ui
-from ui.labels import error_name, flags_text
+from ui.labels import error_name, flag_label
 
 TOLERANCE_NOTE = "tightest standard tolerance (atol = rtol) that every output passed on every trial"
 
@@ -66,7 +66,9 @@ def show_latest(run: dict, label_y: float | None, unit: str, source: str) -> Non
         st.caption(" · ".join(notes))
     flags = list(run.get("flags") or [])
     if flags:
-        st.warning("Flags: " + flags_text(flags))
+        # labels only: a flag's value can hold text the program chose, which markdown would render; the legend's
+        # table shows the values as plain text
+        st.warning("Flags: " + ", ".join(dict.fromkeys(flag_label(str(f).split(":", 1)[0]) for f in flags)))
         flag_ui.legend(flags)
     if "launch_bound" in flags:
         st.info("Launch-bound: the host needs about as long to launch this call as the GPU needs to run it, so the "
