@@ -53,7 +53,7 @@ CHECKS: tuple[Check, ...] = (
        "positional arguments `Model.forward` takes."),
     _e("ok_static", "no static finding", "none of the static errors above applies (not a verdict: nothing ran)."),
     # static hack flags (ingest's second stage, on the syntax tree of the candidate part; KernelBench's static
-    # checker's patterns plus kernel_never_called)
+    # checker's patterns plus kernel_never_called, torch_patch, caller_frames and output_cache)
     _s("try_except_fallback", "try/except around the kernel", "a Triton launch sits in a `try` whose `except` "
        "does not re-raise: a failing kernel can silently fall back to torch (or to nothing).", True),
     _s("torch_compute_in_forward", "torch compute in forward", "`ModelNew.forward` (or a helper it calls) computes "
@@ -68,6 +68,16 @@ CHECKS: tuple[Check, ...] = (
        "work can finish after `forward` returns, outside the timed call.", True),
     _s("timing_patch", "timing patched", "the candidate reassigns a timing function (`torch.cuda.Event`, "
        "`time.perf_counter`, `do_bench`, `torch.cuda.synchronize`, ...).", True),
+    _s("torch_patch", "torch patched", "the candidate reassigns a torch function or Tensor method (`torch.allclose`, "
+       "`Tensor.__sub__`, ...; backend flags and compiler settings aside): the comparison or the harness can be "
+       "fooled.", True),
+    _s("caller_frames", "reads caller frames", "the candidate inspects the interpreter's frames or objects "
+       "(`sys._getframe`, `f_back`/`f_locals`, `inspect.stack`, `gc.get_objects`): it can find the reference's output "
+       "or the verdict channel.", True),
+    _s("output_cache", "output cached", "a function reached from `ModelNew.forward` returns what a module-level "
+       "dict or list holds, indexes one by a tensor's address (`data_ptr()`), or returns a `self.` attribute it "
+       "computed on an earlier call: outputs reused across calls.",
+       True),
     _s("precision_downcast", "fp16/bf16 downcast", "the candidate converts to float16 or bfloat16 while the "
        "reference uses neither: faster, less precise than the fp32 reference.", False),
     # run flags (the runner's, on a run result)

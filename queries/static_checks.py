@@ -15,7 +15,10 @@ never count. What each flag means is in common/checks.py; how each is found:
   a call of `self.<attr>` assigned an `nn` compute layer. Allocation, shape and copy ops are not in the list.
 - `try_except_fallback`: a `try` whose body reaches a kernel, with a handler that does not re-raise and computes
   with torch, returns or only passes (`except: continue`, a hand-written autotuning loop, is not one).
-- `cuda_stream`, `threads`, `timing_patch`: the names listed below, anywhere in the candidate.
+- `cuda_stream`, `threads`, `timing_patch`, `torch_patch`, `caller_frames`: the names listed below, anywhere in the
+  candidate (`torch_patch`: an assignment to a `torch.` name other than a timing function or a setting).
+- `output_cache`: a reached function returns what a module-level dict/list holds (`return _cache[key]`), indexes
+  one by `data_ptr()`, or returns a `self.<attr>` that a reached method set from a computation (not an allocation).
 - `precision_downcast`: a conversion to float16/bfloat16 in the candidate (`.half()`, `.to(torch.float16)`,
   `x.to(tl.bfloat16)` in a kernel, `dtype=torch.float16`; a dtype only compared or mapped is none), while the
   reference mentions neither.
@@ -64,6 +67,13 @@ TIMING_TARGETS = ("cuda.Event", "Event.record", "Event.elapsed_time", "Event.syn
                   "time.perf_counter", "time.perf_counter_ns", "time.time", "time.time_ns", "time.monotonic",
                   "time.monotonic_ns", "time.process_time", "do_bench", "do_bench_cudagraph", "Timer.timeit")
 LOW_PRECISION = frozenset({"float16", "half", "bfloat16"})
+FRAME_ATTRS = frozenset({"_getframe", "f_back", "f_locals", "f_globals", "get_referrers", "get_objects"})
+FRAME_CALLS = ("inspect.stack", "inspect.currentframe", "inspect.getouterframes", "inspect.getframeinfo")
+# torch settings a candidate may set (backend flags, compiler configs): not a patch of torch
+TORCH_SETTINGS = ("torch.backends.", "torch._dynamo.", "torch._inductor.", "torch.jit.", "torch._C._jit")
+ALLOCATIONS = frozenset({"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
+                         "new_empty", "new_zeros", "new_ones", "new_full", "empty_strided"})
+CONTAINERS = frozenset({"dict", "list", "set", "OrderedDict", "defaultdict", "WeakValueDictionary", "deque"})
 _LOW_PRECISION_TEXT = re.compile(r"float16|bfloat16|\.half\(|torch\.half\b")
 
 
@@ -154,6 +164,12 @@ def _fields(kind: type) -> tuple[str, ...]:
 _FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
+def _is_container(value: ast.expr | None) -> bool:
+    if isinstance(value, ast.Dict | ast.List | ast.Set | ast.DictComp | ast.ListComp):
+        return True
+    return isinstance(value, ast.Call) and (dotted(value.func) or "").split(".")[-1] in CONTAINERS
+
+
 def _low(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr in LOW_PRECISION
 
@@ -184,6 +200,9 @@ class _Program:
         self.names: dict[int, set[str]] = {}  # id(function) -> names and attributes mentioned in it
         self.calls: dict[int, list[ast.AST]] = {}  # id(function) -> its Call and `@` nodes
         self.tries: list[ast.Try] = []
+        self.returns: dict[int, list[ast.Return]] = {}  # id(function) -> its return statements
+        self.containers: set[str] = set()  # module-level names bound to a dict, list or set
+        self.module_values: dict[str, list[ast.expr]] = {}  # module-level name -> values assigned to it
         self.found: set[str] = set()
         model_new = None
         stack: list[tuple[ast.AST, ast.AST | None, bool]] = [(stmt, None, False) for stmt in body]
@@ -199,10 +218,8 @@ class _Program:
             elif kind is ast.Call or (kind is ast.BinOp and type(node.op) is ast.MatMult):
                 if owner is not None and not in_kernel:
                     self.calls[id(owner)].append(node)
-                if kind is ast.Call and "timing_patch" in wanted and self._timing_patch(node):
-                    self.found.add("timing_patch")
-                if kind is ast.Call and _downcast(node):
-                    self.found.add("precision_downcast")
+                if kind is ast.Call:
+                    self._call(node, wanted)
             elif kind in _FUNCTION:
                 if _is_kernel(node):
                     self.kernels.add(node.name)
@@ -211,6 +228,7 @@ class _Program:
                     self.functions.setdefault(node.name, []).append(node)
                     self.names[id(node)] = set()
                     self.calls[id(node)] = []
+                    self.returns[id(node)] = []
                     owner = node
             elif kind is ast.ClassDef:
                 self.classes.setdefault(node.name, node)
@@ -218,6 +236,15 @@ class _Program:
                     model_new = node
             elif kind is ast.Assign or kind is ast.AnnAssign or kind is ast.AugAssign:
                 self._assignment(node, owner, wanted)
+                if owner is None and kind is not ast.AugAssign and node.value is not None:
+                    names = [t.id for t in (node.targets if kind is ast.Assign else [node.target])
+                             if isinstance(t, ast.Name)]
+                    for name in names:
+                        self.module_values.setdefault(name, []).append(node.value)
+                    if _is_container(node.value):
+                        self.containers |= set(names)
+            elif kind is ast.Return and owner is not None and not in_kernel:
+                self.returns[id(owner)].append(node)
             elif kind is ast.Try or kind is getattr(ast, "TryStar", None):
                 self.tries.append(node)
             elif kind is ast.Import or kind is ast.ImportFrom:
@@ -233,6 +260,8 @@ class _Program:
 
     def _attribute(self, node: ast.Attribute, wanted: frozenset[str], in_kernel: bool) -> None:
         attr = node.attr
+        if not in_kernel and (attr in FRAME_ATTRS or self._origin(dotted(node)) in FRAME_CALLS):
+            self.found.add("caller_frames")
         if attr in STREAM_NAMES or (attr == "stream" and (dotted(node.value) or "").endswith("cuda")):
             self.found.add("cuda_stream")
         if "threads" in wanted and not in_kernel:
@@ -255,8 +284,7 @@ class _Program:
             if isinstance(target, ast.Attribute):
                 if dotted(target.value) == "self" and node.value is not None:
                     self.self_values.setdefault(target.attr, []).append((node.value, owner))
-                if "timing_patch" in wanted and self._timing_target(dotted(target)):
-                    self.found.add("timing_patch")
+                self._patched(dotted(target), wanted)
 
     def reach(self, roots: list[ast.AST]) -> tuple[bool, list[ast.AST]]:
         """(whether a kernel is mentioned, the functions visited) from `roots`, transitively by name."""
@@ -273,7 +301,7 @@ class _Program:
             if id(node) in self.names:
                 functions.append(node)
                 names = self.names[id(node)] - seen
-            else:  # a statement or an expression (a try's body, a value assigned to self.<attr>)
+            else:  # a statement or an expression (a try's body, a value assigned to self.<attr> or a global)
                 names = {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node)
                          if isinstance(n, ast.Name | ast.Attribute)} - seen
                 stack.extend(n for n in ast.walk(node) if isinstance(n, _FUNCTION) and not _is_kernel(n))
@@ -282,6 +310,7 @@ class _Program:
             for name in names:
                 if name not in ("__init__", "backward"):
                     stack.extend(self.functions.get(name, ()))
+                stack.extend(self.module_values.get(name, ()))  # `_launchers = {"add": triton_add}`
                 for value, owner in self.self_values.get(name, ()):  # and where it was assigned: locals built
                     stack.extend([value] if owner is None else [value, owner])  # there (`nn.Sequential(*layers)`)
                 if name in self.classes:
@@ -300,6 +329,9 @@ class _Program:
             found.add("torch_compute_in_forward")
         if any(self._falls_back(node) for node in self.tries):
             found.add("try_except_fallback")
+        if ((self.containers and self._returns_cached(functions)) or self._keys_by_address(functions)
+                or self._returns_kept(functions)):
+            found.add("output_cache")
         return found
 
     def _origin(self, name: str | None) -> str | None:
@@ -357,8 +389,56 @@ class _Program:
         origin = self._origin(target) if target and "." in target else None
         return origin is not None and any(origin == t or origin.endswith("." + t) for t in TIMING_TARGETS)
 
-    def _timing_patch(self, call: ast.Call) -> bool:
-        """`setattr(time, "perf_counter", ...)` and the like."""
-        return (dotted(call.func) == "setattr" and len(call.args) >= 2 and isinstance(call.args[1], ast.Constant)
-                and isinstance(call.args[1].value, str)
-                and self._timing_target(f"{dotted(call.args[0])}.{call.args[1].value}"))
+    def _patched(self, target: str | None, wanted: frozenset[str]) -> None:
+        """An assignment to `target`: a timing function (`timing_patch`) or another part of torch (`torch_patch`)."""
+        if "timing_patch" in wanted and self._timing_target(target):
+            self.found.add("timing_patch")
+        elif target and "." in target and (origin := self._origin(target) or "").startswith("torch."):
+            if not origin.startswith(TORCH_SETTINGS) and not self._timing_target(target):
+                self.found.add("torch_patch")
+
+    def _call(self, call: ast.Call, wanted: frozenset[str]) -> None:
+        """`setattr(time, "perf_counter", ...)` and the like; conversions to fp16/bf16."""
+        if (dotted(call.func) == "setattr" and len(call.args) >= 2 and isinstance(call.args[1], ast.Constant)
+                and isinstance(call.args[1].value, str)):
+            self._patched(f"{dotted(call.args[0])}.{call.args[1].value}", wanted)
+        if _downcast(call):
+            self.found.add("precision_downcast")
+
+    def _returns_cached(self, functions: list[ast.AST]) -> bool:
+        """A reached function returns what a module-level dict/list holds (`return _cache[key]`; a cached function
+        called, `_kernels[key](x)`, is none)."""
+        for fn in functions:
+            for ret in self.returns[id(fn)]:
+                called = {id(n.func) for n in ast.walk(ret) if isinstance(n, ast.Call)}
+                if any(isinstance(n, ast.Subscript) and id(n) not in called and isinstance(n.value, ast.Name)
+                       and n.value.id in self.containers for n in ast.walk(ret)):
+                    return True
+        return False
+
+    def _returns_kept(self, functions: list[ast.AST]) -> bool:
+        """A reached function returns `self.<attr>` that a reached method (not `__init__`) set from a computation,
+        not an allocation (`if not hasattr(self, "out"): self.out = launch(x)`; `return self.out`)."""
+        reached = {id(fn) for fn in functions if fn.name != "__init__"}
+        for fn in functions:
+            for ret in self.returns[id(fn)]:
+                value = ret.value
+                if not (isinstance(value, ast.Attribute) and dotted(value.value) == "self"):
+                    continue
+                for assigned, owner in self.self_values.get(value.attr, ()):
+                    if (owner is not None and id(owner) in reached and isinstance(assigned, ast.Call)
+                            and (dotted(assigned.func) or "").split(".")[-1] not in ALLOCATIONS):
+                        return True
+        return False
+
+    def _keys_by_address(self, functions: list[ast.AST]) -> bool:
+        """A reached function indexes something by a tensor's address (`cache[(a.data_ptr(), ...)]`)."""
+        for fn in functions:
+            if not any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "data_ptr"
+                       for n in self.calls[id(fn)]):
+                continue
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Subscript) and any(isinstance(k, ast.Call) and isinstance(k.func, ast.Attribute)
+                                                        and k.func.attr == "data_ptr" for k in ast.walk(n.slice)):
+                    return True
+        return False

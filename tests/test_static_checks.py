@@ -75,6 +75,31 @@ class ModelNew(nn.Module):
     def forward(self, a, b):
         return triton_add(a, b)
 ''',
+    "torch_patch": '''
+torch.allclose = lambda *a, **k: True
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        return triton_add(a, b)
+''',
+    "caller_frames": '''
+import sys
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        caller = sys._getframe(1)
+        return triton_add(a, b)
+''',
+    "output_cache": '''
+_outputs = {}
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        key = tuple(a.shape)
+        if key not in _outputs:
+            _outputs[key] = triton_add(a, b)
+        return _outputs[key]
+''',
     "precision_downcast": '''
 class ModelNew(nn.Module):
     def forward(self, a, b):
@@ -112,6 +137,38 @@ MORE_CHEATS = [
 
 # honest controls that look like a cheat to a cruder rule
 CONTROLS = {
+    "backend flags and a module-level config cache": '''
+torch.backends.cuda.matmul.allow_tf32 = True
+_blocks = {}
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        n = a.numel()
+        if n not in _blocks:
+            _blocks[n] = 32
+        out = torch.empty_like(a)
+        add_kernel[(triton.cdiv(n, _blocks[n]),)](a, b, out, n, BLOCK=_blocks[n])
+        return out
+''',
+    "an output buffer allocated on the first call and filled every call": '''
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.out = None
+
+    def forward(self, a, b):
+        if self.out is None:
+            self.out = torch.empty_like(a)
+        add_kernel[(triton.cdiv(a.numel(), 32),)](a, b, self.out, a.numel(), BLOCK=32)
+        return self.out
+''',
+    "a cache of launchers, called": '''
+_launchers = {"add": triton_add}
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        return _launchers["add"](a, b)
+''',
     "kernel through a method and a helper": '''
 class ModelNew(nn.Module):
     def _launch(self, a, b):
@@ -205,6 +262,23 @@ class ModelNew(nn.Module):
 def flags_of(candidate: str, base: str = BASE) -> list[str]:
     x = base + candidate
     return check_program(x, text_cut(x))
+
+
+def test_the_runners_cheat_programs_are_flagged_statically_too():
+    # tests/cheat_programs/ and tests/hostile_programs/ (the runner's, caught at run time): read here, not edited
+    from tests.programs import HERE, whole_program
+
+    flagged = {}
+    for path in sorted([*(HERE / "cheat_programs").glob("*.py"), *(HERE / "hostile_programs").glob("*.py")]):
+        x = whole_program(path)
+        flagged[path.stem] = check_program(x, text_cut(x))
+    assert flagged.pop("honest_with_views") == []
+    expected = {"caller_frames": "caller_frames", "calls_reference": "kernel_never_called",
+                "global_inputs": "output_cache", "patch_compare": "torch_patch", "pointer_cache": "output_cache",
+                "torch_fallback": "kernel_never_called", "try_except_fallback": "try_except_fallback",
+                "value_cache": "output_cache", "cached_output": "output_cache", "patch_timing": "timing_patch",
+                "fork_bomb": "threads"}
+    assert {name: flag for name, flag in expected.items() if flag in flagged[name]} == expected
 
 
 def test_the_honest_candidate_has_no_flag():
