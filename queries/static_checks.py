@@ -32,48 +32,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from common.checks import STATIC_FLAGS
+from queries import static_names as vocab
 
-KERNEL_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
-COMPUTE_OPS = frozenset("""
-matmul mm bmm addmm addmv addbmm baddbmm mv dot einsum tensordot linear bilinear conv1d conv2d conv3d
-conv_transpose1d conv_transpose2d conv_transpose3d relu relu6 gelu silu sigmoid tanh softmax log_softmax softmin
-softplus softsign mish elu selu celu leaky_relu hardtanh hardswish hardsigmoid prelu glu logsigmoid tanhshrink
-layer_norm batch_norm group_norm instance_norm rms_norm local_response_norm normalize dropout max_pool1d max_pool2d
-max_pool3d avg_pool1d avg_pool2d avg_pool3d adaptive_avg_pool1d adaptive_avg_pool2d adaptive_avg_pool3d
-adaptive_max_pool1d adaptive_max_pool2d adaptive_max_pool3d lp_pool2d scaled_dot_product_attention embedding
-interpolate grid_sample unfold fold pixel_shuffle sum mean prod amax amin max min argmax argmin logsumexp cumsum
-cumprod var std norm topk sort exp exp2 expm1 log log2 log10 log1p sqrt rsqrt pow abs clamp clip erf erfc
-reciprocal sin cos tan mul add sub div true_divide floor_divide neg square addcmul addcdiv lerp where
-cross_entropy nll_loss mse_loss l1_loss smooth_l1_loss huber_loss kl_div binary_cross_entropy
-binary_cross_entropy_with_logits cosine_similarity pairwise_distance cdist triplet_margin_loss hinge_embedding_loss
-margin_ranking_loss cosine_embedding_loss lstm gru rnn_tanh multi_head_attention_forward
-""".split())
-NN_COMPUTE_LAYERS = frozenset("""
-Linear Bilinear LazyLinear Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d ReLU ReLU6 GELU SiLU
-Sigmoid Tanh Softmax LogSoftmax Softmin Softplus Mish ELU SELU CELU LeakyReLU Hardtanh Hardswish Hardsigmoid PReLU
-GLU LayerNorm BatchNorm1d BatchNorm2d BatchNorm3d GroupNorm InstanceNorm1d InstanceNorm2d InstanceNorm3d RMSNorm
-LocalResponseNorm Dropout MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d
-AdaptiveAvgPool2d AdaptiveAvgPool3d AdaptiveMaxPool1d AdaptiveMaxPool2d AdaptiveMaxPool3d Embedding EmbeddingBag
-MultiheadAttention Transformer TransformerEncoder TransformerEncoderLayer TransformerDecoderLayer LSTM GRU RNN
-Upsample CrossEntropyLoss MSELoss Sequential
-""".split())
-TORCH_ROOTS = ("torch", "F", "nn", "functional")
-NOT_TENSORS = frozenset({"math", "np", "numpy", "triton", "tl", "random", "operator", "builtins", "statistics",
-                         "itertools", "functools", "os", "sys", "time", "cmath", "re", "json"})
-STREAM_NAMES = frozenset({"Stream", "ExternalStream", "set_stream", "wait_stream", "StreamContext"})
-THREAD_MODULES = frozenset({"threading", "multiprocessing", "_thread", "concurrent"})
-THREAD_NAMES = frozenset({"Thread", "ThreadPoolExecutor", "ProcessPoolExecutor", "fork"})
-TIMING_TARGETS = ("cuda.Event", "Event.record", "Event.elapsed_time", "Event.synchronize", "cuda.synchronize",
-                  "time.perf_counter", "time.perf_counter_ns", "time.time", "time.time_ns", "time.monotonic",
-                  "time.monotonic_ns", "time.process_time", "do_bench", "do_bench_cudagraph", "Timer.timeit")
-LOW_PRECISION = frozenset({"float16", "half", "bfloat16"})
-FRAME_ATTRS = frozenset({"_getframe", "f_back", "f_locals", "f_globals", "get_referrers", "get_objects"})
-FRAME_CALLS = ("inspect.stack", "inspect.currentframe", "inspect.getouterframes", "inspect.getframeinfo")
-# torch settings a candidate may set (backend flags, compiler configs): not a patch of torch
-TORCH_SETTINGS = ("torch.backends.", "torch._dynamo.", "torch._inductor.", "torch.jit.", "torch._C._jit")
-ALLOCATIONS = frozenset({"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
-                         "new_empty", "new_zeros", "new_ones", "new_full", "empty_strided"})
-CONTAINERS = frozenset({"dict", "list", "set", "OrderedDict", "defaultdict", "WeakValueDictionary", "deque"})
 _LOW_PRECISION_TEXT = re.compile(r"float16|bfloat16|\.half\(|torch\.half\b")
 
 
@@ -144,7 +104,7 @@ def _is_kernel(fn: ast.AST) -> bool:
         return False
     for d in fn.decorator_list:
         last, root = _decorator_name(d)
-        if last in KERNEL_DECORATORS and root != "torch":
+        if last in vocab.KERNEL_DECORATORS and root != "torch":
             return True
     return False
 
@@ -167,11 +127,11 @@ _FUNCTION = (ast.FunctionDef, ast.AsyncFunctionDef)
 def _is_container(value: ast.expr | None) -> bool:
     if isinstance(value, ast.Dict | ast.List | ast.Set | ast.DictComp | ast.ListComp):
         return True
-    return isinstance(value, ast.Call) and (dotted(value.func) or "").split(".")[-1] in CONTAINERS
+    return isinstance(value, ast.Call) and (dotted(value.func) or "").split(".")[-1] in vocab.CONTAINERS
 
 
 def _low(node: ast.AST) -> bool:
-    return isinstance(node, ast.Attribute) and node.attr in LOW_PRECISION
+    return isinstance(node, ast.Attribute) and node.attr in vocab.LOW_PRECISION
 
 
 def _downcast(call: ast.Call) -> bool:
@@ -260,21 +220,21 @@ class _Program:
 
     def _attribute(self, node: ast.Attribute, wanted: frozenset[str], in_kernel: bool) -> None:
         attr = node.attr
-        if not in_kernel and (attr in FRAME_ATTRS or self._origin(dotted(node)) in FRAME_CALLS):
+        if not in_kernel and (attr in vocab.FRAME_ATTRS or self._origin(dotted(node)) in vocab.FRAME_CALLS):
             self.found.add("caller_frames")
-        if attr in STREAM_NAMES or (attr == "stream" and (dotted(node.value) or "").endswith("cuda")):
+        if attr in vocab.STREAM_NAMES or (attr == "stream" and (dotted(node.value) or "").endswith("cuda")):
             self.found.add("cuda_stream")
         if "threads" in wanted and not in_kernel:
             name = dotted(node) or ""
-            if name.split(".")[0] in THREAD_MODULES or (attr in THREAD_NAMES and name != "os.forkpty"):
+            if name.split(".")[0] in vocab.THREAD_MODULES or (attr in vocab.THREAD_NAMES and name != "os.forkpty"):
                 self.found.add("threads")
 
     def _import(self, node: ast.Import | ast.ImportFrom, wanted: frozenset[str]) -> None:
         modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-        if any(m.split(".")[0] in THREAD_MODULES or m == "torch.multiprocessing" for m in modules):
+        if any(m.split(".")[0] in vocab.THREAD_MODULES or m == "torch.multiprocessing" for m in modules):
             self.found.add("threads")
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch"):
-            if any(a.name in STREAM_NAMES or a.name == "stream" for a in node.names):
+            if any(a.name in vocab.STREAM_NAMES or a.name == "stream" for a in node.names):
                 self.found.add("cuda_stream")
 
     def _assignment(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign, owner: ast.AST | None,
@@ -349,25 +309,25 @@ class _Program:
             return False
         func = node.func
         if isinstance(func, ast.Call):  # nn.Conv2d(...)(x)
-            return (dotted(func.func) or "").split(".")[-1] in NN_COMPUTE_LAYERS
+            return (dotted(func.func) or "").split(".")[-1] in vocab.NN_COMPUTE_LAYERS
         name = dotted(func)
         origin = self._origin(name) or ""
         last = origin.split(".")[-1]
-        if origin.startswith("torch.") or (name or "").split(".")[0] in TORCH_ROOTS:
-            return last in COMPUTE_OPS or (last.endswith("_") and last[:-1] in COMPUTE_OPS)
+        if origin.startswith("torch.") or (name or "").split(".")[0] in vocab.TORCH_ROOTS:
+            return last in vocab.COMPUTE_OPS or (last.endswith("_") and last[:-1] in vocab.COMPUTE_OPS)
         if isinstance(func, ast.Attribute):
             receiver = dotted(func.value)
             if receiver == "self":
                 return any(self._is_layer(v) for v, _ in self.self_values.get(func.attr, ()))
-            if receiver is not None and receiver.split(".")[0] in NOT_TENSORS | set(self.aliases):
+            if receiver is not None and receiver.split(".")[0] in vocab.NOT_TENSORS | set(self.aliases):
                 return False
-            return func.attr in COMPUTE_OPS or (func.attr.endswith("_") and func.attr[:-1] in COMPUTE_OPS)
+            return func.attr in vocab.COMPUTE_OPS or (func.attr.endswith("_") and func.attr[:-1] in vocab.COMPUTE_OPS)
         return False
 
     def _is_layer(self, value: ast.expr) -> bool:
         """Whether a value assigned to `self.<attr>` builds an nn compute layer."""
         return any(isinstance(n, ast.Call) and (self._origin(dotted(n.func)) or "").split(".")[-1] in
-                   NN_COMPUTE_LAYERS and (self._origin(dotted(n.func)) or "").startswith(("torch.nn", "nn."))
+                   vocab.NN_COMPUTE_LAYERS and (self._origin(dotted(n.func)) or "").startswith(("torch.nn", "nn."))
                    for n in ast.walk(value))
 
     def _falls_back(self, node: ast.Try) -> bool:
@@ -387,14 +347,14 @@ class _Program:
 
     def _timing_target(self, target: str | None) -> bool:
         origin = self._origin(target) if target and "." in target else None
-        return origin is not None and any(origin == t or origin.endswith("." + t) for t in TIMING_TARGETS)
+        return origin is not None and any(origin == t or origin.endswith("." + t) for t in vocab.TIMING_TARGETS)
 
     def _patched(self, target: str | None, wanted: frozenset[str]) -> None:
         """An assignment to `target`: a timing function (`timing_patch`) or another part of torch (`torch_patch`)."""
         if "timing_patch" in wanted and self._timing_target(target):
             self.found.add("timing_patch")
         elif target and "." in target and (origin := self._origin(target) or "").startswith("torch."):
-            if not origin.startswith(TORCH_SETTINGS) and not self._timing_target(target):
+            if not origin.startswith(vocab.TORCH_SETTINGS) and not self._timing_target(target):
                 self.found.add("torch_patch")
 
     def _call(self, call: ast.Call, wanted: frozenset[str]) -> None:
@@ -427,7 +387,7 @@ class _Program:
                     continue
                 for assigned, owner in self.self_values.get(value.attr, ()):
                     if (owner is not None and id(owner) in reached and isinstance(assigned, ast.Call)
-                            and (dotted(assigned.func) or "").split(".")[-1] not in ALLOCATIONS):
+                            and (dotted(assigned.func) or "").split(".")[-1] not in vocab.ALLOCATIONS):
                         return True
         return False
 
