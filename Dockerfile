@@ -1,6 +1,8 @@
 # Read-only hosted explorer (e.g. a Hugging Face Docker Space: port 7860, UID 1000).
 # Installs only the explorer's packages: the container never runs dataset code and starts no runner.
-FROM python:3.11-slim
+# The public base; scripts/build_image.sh passes a Debian-made stand-in where it cannot be pulled.
+ARG BASE_IMAGE=python:3.11-slim
+FROM ${BASE_IMAGE}
 
 RUN useradd --create-home --uid 1000 user
 WORKDIR /home/user/app

@@ -10,6 +10,7 @@ import functools
 import streamlit as st
 
 from ui import context, links, widgets
+from ui.text import md_code
 
 st.set_page_config(page_title="Triton GPU Latency Explorer", page_icon=":material/speed:", layout="wide")
 
@@ -17,7 +18,7 @@ st.set_page_config(page_title="Triton GPU Latency Explorer", page_icon=":materia
 def _store_problem(error: str) -> None:
     cfg = context.settings()
     st.title("No usable store")
-    st.error(f"The explorer cannot open its store at `{cfg.store}`:\n\n{error}")
+    st.error(f"The explorer cannot open its store at {md_code(cfg.store)}:\n\n{error}")  # the operator's path
     st.markdown(
         "Build a store from the dataset's Parquet files (or any Parquet with the same columns), then point the "
         "explorer at it:"

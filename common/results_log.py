@@ -1,15 +1,21 @@
 """The results log: every finished run result, one JSON object per line, in `RUNS_DIR/results/<writer>.jsonl`.
 
 Each writer process appends to its own file (no cross-process locking needed; threads of one process share a
-lock), one `write` + `fsync` per line, so a crash loses at most the line being written. Readers (the explorer's
-queries, bulk resume) all go through `read_log`: every `*.jsonl` file of the given roots, in file-name order,
-torn or non-object lines skipped and counted. Which result of a row is its latest verdict is decided in one place,
-`queries/sql/setup_runs.sql` (newest `finished_at`, then file name, then line); bulk selects rows through it.
+lock), one `write` + `fsync` per line, so a crash loses at most the line being written. The writer takes result
+dicts (`RunResult.to_dict()`, made once by the caller, which also stores it elsewhere). Readers (the explorer's
+queries, bulk resume, scripts) all go through `read_log` / `read_results`: every `*.jsonl` file of the given
+roots, in file-name order, torn or non-object lines skipped. `flatten_result` turns one result into one flat row
+of `RUN_COLUMNS` (the explorer's `runs` table, `queries.results`). Which result of a row is its latest verdict is
+decided in one place, `queries/sql/setup_runs.sql` (newest `finished_at`, then file name, then line); bulk
+selects rows through it.
+
+Standard library only (the runner writes the log under a GPU machine's bare Python).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import threading
@@ -17,8 +23,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from runner.result import RunResult
 
 
 def results_dir(runs_dir: Path) -> Path:
@@ -32,7 +36,7 @@ def default_writer(kind: str) -> str:
 
 
 class ResultsLog:
-    """Appends run results (or result dicts) to `RUNS_DIR/results/<writer>.jsonl`."""
+    """Appends result dicts to `RUNS_DIR/results/<writer>.jsonl`."""
 
     def __init__(self, runs_dir: Path, writer: str):
         if not writer or "/" in writer or writer.startswith("."):
@@ -41,9 +45,7 @@ class ResultsLog:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
 
-    def append(self, result: RunResult | dict[str, Any]) -> None:
-        if isinstance(result, RunResult):
-            result = result.to_dict()
+    def append(self, result: dict[str, Any]) -> None:
         line = (json.dumps(result, separators=(",", ":"), default=str) + "\n").encode("utf-8")
         with self._lock:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -73,35 +75,146 @@ def results_files(*roots: Path | None) -> list[Path]:
     return files
 
 
-class LogReader:
-    """Iterates over every result of the roots' logs; `.skipped` counts lines that were not JSON objects (a torn
-    last line of a writer, or damage), after the iteration."""
-
-    def __init__(self, *roots: Path | None):
-        self.roots = roots
-        self.skipped = 0
-
-    def __iter__(self) -> Iterator[LoggedResult]:
-        for path in results_files(*self.roots):
-            try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError:
+def read_log(*roots: Path | None) -> Iterator[LoggedResult]:
+    """Every result of the roots' logs with where it was read, skipping lines that are not JSON objects (a torn
+    last line of a writer, or damage)."""
+    for path in results_files(*roots):
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for number, raw in enumerate(text.splitlines(), start=1):
+            if not raw.strip():
                 continue
-            for number, raw in enumerate(text.splitlines(), start=1):
-                if not raw.strip():
-                    continue
-                try:
-                    item = json.loads(raw)
-                except ValueError:
-                    self.skipped += 1
-                    continue
-                if not isinstance(item, dict):
-                    self.skipped += 1
-                    continue
+            try:
+                item = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(item, dict):
                 yield LoggedResult(path.name, number, item)
+
+
+def results_signature(*roots: Path | None) -> tuple:
+    """Cheap fingerprint (path, size, mtime) of the result files, to notice new results."""
+    signature = []
+    for path in results_files(*roots):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        signature.append((str(path), stat.st_size, stat.st_mtime_ns))
+    return tuple(signature)
 
 
 def read_results(*roots: Path | None) -> Iterator[dict[str, Any]]:
     """Every result dict in every log file under the roots (torn or non-object lines skipped)."""
-    for logged in LogReader(*roots):
+    for logged in read_log(*roots):
         yield logged.result
+
+
+# The flat form of a result: (column, type) in order; `queries.results` makes the Arrow schema from it.
+RUN_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("row_id", "string"), ("result_id", "string"), ("status", "string"), ("error_type", "string"),
+    ("message", "string"), ("exception", "string"), ("traceback", "string"),
+    ("correct_trials", "int64"), ("trials", "int64"), ("max_abs_diff", "float64"), ("max_rel_diff", "float64"),
+    ("median_ms", "float64"), ("mean_ms", "float64"), ("std_ms", "float64"), ("min_ms", "float64"),
+    ("max_ms", "float64"), ("p10_ms", "float64"), ("p90_ms", "float64"), ("timing_n", "int64"), ("ref_median_ms", "float64"), ("speedup", "float64"),
+    ("flags", "list<string>"), ("launches_checked", "bool"), ("triton_share", "float64"),
+    ("triton_launches", "int64"), ("triton_ms", "float64"), ("other_launches", "int64"), ("other_ms", "float64"),
+    ("top_kernels", "string"), ("method", "string"), ("profile", "string"), ("atol", "float64"),
+    ("rtol", "float64"), ("tolerance_passed", "float64"), ("device", "string"), ("gpu", "string"),
+    ("program_sha256", "string"), ("duration_s", "float64"), ("finished_at", "string"),
+    ("results_file", "string"), ("line", "int64"),
+)
+TRACEBACK_LINES = 30
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _integer(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text(value: object) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
+
+def _trimmed(text: str | None) -> str | None:
+    """A traceback's last `TRACEBACK_LINES` lines (where the error is), marked when lines were cut."""
+    if text is None:
+        return None
+    lines = text.rstrip().splitlines()
+    if len(lines) <= TRACEBACK_LINES:
+        return "\n".join(lines)
+    return f"… {len(lines) - TRACEBACK_LINES} earlier lines cut …\n" + "\n".join(lines[-TRACEBACK_LINES:])
+
+
+def _mapping(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def flatten_result(obj: dict, results_file: str, line: int) -> dict:
+    """One result dict (design §3 keys + `row_id`) → one flat row of `RUN_COLUMNS`; values of the wrong type
+    become null, so a damaged line cannot break the table."""
+    timing, ref_timing = _mapping(obj.get("timing")), _mapping(obj.get("ref_timing"))
+    system, method = _mapping(obj.get("system")), _mapping(obj.get("method"))
+    launches = _mapping(obj.get("launches"))  # what ran (design §4); absent in older results: not checked
+    checked = launches.get("checked")
+    flags = obj.get("flags")
+    if isinstance(flags, dict):
+        flags = [name for name, on in flags.items() if on]
+    return {
+        "row_id": _text(obj.get("row_id")),
+        "result_id": _text(obj.get("id")),
+        "status": _text(obj.get("status")),
+        "error_type": _text(obj.get("error_type")),
+        "message": _text(obj.get("message")),
+        "exception": _text(obj.get("exception")),
+        "traceback": _trimmed(_text(obj.get("traceback"))),
+        "correct_trials": _integer(obj.get("correct_trials")),
+        "trials": _integer(obj.get("trials")),
+        "max_abs_diff": _number(obj.get("max_abs_diff")),
+        "max_rel_diff": _number(obj.get("max_rel_diff")),
+        "median_ms": _number(timing.get("median_ms")),
+        "mean_ms": _number(timing.get("mean_ms")),
+        "std_ms": _number(timing.get("std_ms")),
+        "min_ms": _number(timing.get("min_ms")),
+        "max_ms": _number(timing.get("max_ms")),
+        "p10_ms": _number(timing.get("p10_ms")),
+        "p90_ms": _number(timing.get("p90_ms")),
+        "timing_n": _integer(timing.get("n")),
+        "ref_median_ms": _number(ref_timing.get("median_ms")),
+        "speedup": _number(obj.get("speedup")),
+        "flags": [str(flag) for flag in flags] if isinstance(flags, list) else [],
+        "launches_checked": checked if isinstance(checked, bool) else None,
+        "triton_share": _number(launches.get("triton_share")) if checked is True else None,
+        "triton_launches": _integer(launches.get("triton_launches")),
+        "triton_ms": _number(launches.get("triton_ms")),
+        "other_launches": _integer(launches.get("other_launches")),
+        "other_ms": _number(launches.get("other_ms")),
+        "top_kernels": _text(launches.get("top_kernels")),
+        "method": _text(obj.get("method")),
+        "profile": _text(method.get("profile")),
+        "atol": _number(method.get("atol")),
+        "rtol": _number(method.get("rtol")),
+        "tolerance_passed": _number(obj.get("tolerance_passed")),
+        "device": _text(obj.get("device")),
+        "gpu": _text(system.get("gpu") or system.get("gpu_name")),
+        "program_sha256": _text(obj.get("program_sha256")),
+        "duration_s": _number(obj.get("duration_s")),
+        "finished_at": _text(obj.get("finished_at")),
+        "results_file": results_file,
+        "line": line,
+    }
+
+
+def flat_results(*roots: Path | None) -> list[dict]:
+    """Every result under the roots' `results/` folders, flattened (`flatten_result`), in log order."""
+    return [flatten_result(logged.result, logged.file, logged.line) for logged in read_log(*roots)]

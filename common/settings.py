@@ -1,18 +1,81 @@
-"""Frozen settings read from `TLX_*` environment variables (see README, Configuration)."""
+"""Frozen settings read from `TLX_*` environment variables: the one reader of them all (README, Configuration).
+
+`load_settings()` gives the explorer's `Settings`; `RunnerConfig.from_env()` the runner's `TLX_RUNNER_*` part
+(the explorer reads the service's URL and token through it too):
+
+| variable | meaning | default |
+|---|---|---|
+| `TLX_RUNNER_URL` | the service the explorer and `submit` talk to | `http://127.0.0.1:8765` |
+| `TLX_RUNNER_TOKEN` | the service's bearer token | none (a loopback service makes one) |
+| `TLX_RUNNER_JOBS_PER_GPU` | jobs sharing one GPU through their CPU-bound stages (`runner.pool.gate`) | min(6, cores / 2) |
+| `TLX_RUNNER_PREWARM` | `0`/`false`/`no`/`off`: no pre-warmed spare children | on |
+| `TLX_RUNNER_CPU_THREADS` | torch CPU threads in a CUDA job (read inside the child) | min(4, cores / 4) |
+
+Standard library only (the explorer, the runner and the sandboxed child import it).
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-
-from runner.config import RunnerConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DIR = REPO_ROOT / "data" / "sample"
 
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
+MAX_DEFAULT_JOBS_PER_GPU = 6  # one H200, 16 cores, 48 real rows: 6 jobs 32.4 runs/min, 4 jobs 29.2 (BENCHMARKS.md)
+URL_ENV, TOKEN_ENV = "TLX_RUNNER_URL", "TLX_RUNNER_TOKEN"
+JOBS_PER_GPU_ENV, PREWARM_ENV, CPU_THREADS_ENV = "TLX_RUNNER_JOBS_PER_GPU", "TLX_RUNNER_PREWARM", "TLX_RUNNER_CPU_THREADS"
+CHILD_ENV = (CPU_THREADS_ENV,)  # passed into the sandbox's scrubbed environment
+
 _TRUE = {"1", "true", "yes", "on"}
+_OFF = ("0", "false", "no", "off")
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    return env.get(name, "").strip().lower() in _TRUE
+
+
+def _positive_int(raw: str | None, default: int) -> int:
+    try:
+        return max(1, int(raw)) if raw is not None else default
+    except ValueError:
+        return default
+
+
+def default_jobs_per_gpu(cores: int | None = None) -> int:
+    """Jobs per GPU when not set: each job compiles on about one core and its timing wants one free, so half the
+    host's cores, at most MAX_DEFAULT_JOBS_PER_GPU (more jobs also hold more GPU memory at once)."""
+    cores = cores if cores is not None else (os.cpu_count() or 1)
+    return max(1, min(MAX_DEFAULT_JOBS_PER_GPU, cores // 2))
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    url: str = DEFAULT_URL
+    token: str | None = None
+    jobs_per_gpu: int = field(default_factory=default_jobs_per_gpu)
+    prewarm: bool = True
+    cpu_threads: int | None = None  # None: min(4, cores / 4)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> RunnerConfig:
+        env = os.environ if env is None else env
+        return cls(
+            url=(env.get(URL_ENV) or DEFAULT_URL).strip().rstrip("/"),
+            token=(env.get(TOKEN_ENV) or "").strip() or None,
+            jobs_per_gpu=_positive_int(env.get(JOBS_PER_GPU_ENV), default_jobs_per_gpu()),
+            prewarm=env.get(PREWARM_ENV, "1").strip().lower() not in _OFF,
+            cpu_threads=_positive_int(env.get(CPU_THREADS_ENV), 0) or None,
+        )
+
+    def child_cpu_threads(self) -> int:
+        """Torch's CPU threads in a CUDA job: a few (see `runner.child.main.cuda_cpu_threads`)."""
+        return self.cpu_threads or max(1, min(4, (os.cpu_count() or 1) // 4))
 
 
 @dataclass(frozen=True)
@@ -30,15 +93,11 @@ class Settings:
     query_timeout_s: float
 
 
-def _flag(env: Mapping[str, str], name: str) -> bool:
-    return env.get(name, "").strip().lower() in _TRUE
-
-
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     env = os.environ if env is None else env
     cache_dir = Path(env.get("TLX_CACHE_DIR") or Path.home() / ".cache" / "tlx").expanduser()
     store_var = env.get("TLX_STORE", "").strip()
-    runner = RunnerConfig.from_env(env)  # the TLX_RUNNER_* variables have one owner
+    runner = RunnerConfig.from_env(env)
     return Settings(
         store=Path(store_var).expanduser() if store_var else cache_dir / "sample-store",
         store_is_sample=not store_var,

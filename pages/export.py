@@ -9,6 +9,7 @@ from queries import api
 from queries.export import ExportError
 from queries.filters import STATUSES, Filters
 from ui import board, context, data, flags, links, widgets
+from ui.text import md
 
 info = context.current_store()
 store = info.path
@@ -41,7 +42,7 @@ if st.button("Prepare file", type="primary", key="export_prepare"):
             payload = api.export(store, f, fmt, fastest_correct=fastest, include_code=with_code,
                                  c=candidates or api.Candidates())
     except ExportError as error:
-        st.error(str(error))
+        st.error(md(error))
         st.stop()
     name = "fastest-correct" if fastest else "rows"
     st.download_button(f"Download {name}.{fmt} ({len(payload) / 1e6:.2f} MB)", payload, file_name=f"{name}.{fmt}",

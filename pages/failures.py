@@ -10,8 +10,10 @@ import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from queries.filters import ERROR_SOURCES, Filters
 from queries.parse import STATIC_ERRORS
+from runner.result import ErrorType
 from ui import bulk, charts, context, data, flags, links, widgets
 from ui.labels import error_name
+from ui.text import md_code
 
 info = context.current_store()
 store = info.path
@@ -23,7 +25,7 @@ cfg = context.settings()
 syntax_check = info.meta.get("syntax_check")  # absent in stores whose ingest parsed every program at once
 if syntax_check is not None and not syntax_check.get("done"):
     st.warning("Syntax errors are not marked in this store yet: its ingest stopped before the syntax check. "
-               f"Run `python -m queries check-syntax --store {store}`.")
+               f"Run {md_code(f'python -m queries check-syntax --store {store}')}.")
 
 with st.sidebar:
     split = widgets.choice("Split", ["train", "test"], "split", key="fail_split")
@@ -37,10 +39,12 @@ with st.sidebar:
 base = Filters(split=split, holdout_group=holdout, problem_key=problem or None, error_source=source, level=level,
                flag=flag)
 counts = api.failures(store, base).to_pandas()
-known = list(STATIC_ERRORS)
+known = [*STATIC_ERRORS, *(e.value for e in ErrorType if e is not ErrorType.OK)]
 types = list(dict.fromkeys([*counts["error_type"].dropna().tolist(), *known])) if not counts.empty else known
+if links.param("error") not in (None, *types):
+    st.warning(f"The link names no known error type ({md_code(links.param('error'))}): showing every type.")
 error_type = widgets.choice("Error type", types, "error", key="fail_error", container=st.sidebar,
-                            format_func=error_name)
+                            format_func=error_name, closed=True)
 f = Filters(split=split, holdout_group=holdout, problem_key=problem or None, error_source=source, error_type=error_type,
             level=level, flag=flag)
 
@@ -67,7 +71,7 @@ bulk.bulk_panel(api.unmeasured_failures(store, f), f, info, cfg, key="fail_bulk"
 st.subheader("Flags of the failed rows")
 flags.flag_counts_table(api.flag_counts(store, replace(f, status="failed")))
 
-st.subheader("Example rows" + (f" with `{error_name(error_type)}`" if error_type else ""))
+st.subheader("Example rows" + (f" with {md_code(error_name(error_type))}" if error_type else ""))
 examples = api.failure_examples(store, f, limit=50).to_pandas()
 widgets.linked_table(examples, key="failure_examples", target="row", id_column="id", param="row")
 links.copy_link("failures", split=split, holdout=holdout, problem=problem, source=source, error=error_type,

@@ -7,8 +7,9 @@ import streamlit as st
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from queries.filters import Filters
-from ui import board, charts, context, flags, links, widgets
+from ui import board, charts, compare, context, flags, links, widgets
 from ui.labels import error_name
+from ui.text import md, md_code
 
 cfg = context.settings()
 info = context.current_store(cfg)
@@ -17,13 +18,16 @@ store = info.path
 problem_key = links.param("problem")
 if not problem_key:
     st.title("Problem")
-    table = api.problems(store, Filters(), sort="candidates", descending=True, limit=500).to_pandas()
+    every = api.problems(store, Filters(), sort="candidates", descending=True)
+    table = every.slice(0, 500).to_pandas()
     if table.empty:
         st.info("This store holds no problems.")
         st.stop()
     labels = dict(zip(table["problem_key"], table["title"].fillna("") if "title" in table else table["problem_key"], strict=True))
+    which = (f"all {every.num_rows:,}" if every.num_rows <= table.shape[0] else
+             f"the {table.shape[0]} with most candidates of {every.num_rows:,}; all are on the Problems page")
     picked = st.selectbox(
-        "Open a problem (the 500 with most candidates; all are on the Problems page)",
+        f"Open a problem ({which})",
         [None, *table["problem_key"]],
         format_func=lambda k: "—" if k is None else f"{labels.get(k) or k} · {k}",
         key="pick_problem",
@@ -42,11 +46,12 @@ f = Filters(split=split, problem_key=problem_key, flag=flag)
 
 summary = api.problem_summary(store, problem_key, candidates)
 if summary is None:
-    st.error(f"No problem `{problem_key}` in this store.")
+    st.title("Problem")
+    st.error(f"No problem {md_code(problem_key)} in this store.")
     st.stop()
 
-st.title(summary.get("title") or problem_key)
-ids = [f"problem `{problem_key}`"] + [f"{name} `{summary[k]}`" for k, name in
+st.title(md(summary.get("title") or problem_key))
+ids = [f"problem {md_code(problem_key)}"] + [f"{name} {md_code(summary[k])}" for k, name in
                                       (("problem_id", "test id"), ("holdout_group", "holdout group")) if summary.get(k)]
 st.caption(" · ".join(ids))
 
@@ -92,6 +97,7 @@ st.caption("Ranked by the dataset's label; identical candidates are folded into 
            "compares labels within the problem. " + board.RANKED_HELP)
 table = api.fastest(store, problem_key, k=50, f=f, c=candidates)
 board.leaderboard(table, cfg.label_unit, key="leaderboard")
+compare.compare_picker(table["id"].to_pylist(), key="leaderboard_compare")
 links.copy_link("problem", problem=problem_key, split=split, view=None if kind == "histogram" else kind, flag=flag,
                 with_no_triton="1" if candidates.with_no_triton else None,
                 with_flagged="1" if candidates.with_flagged else None)

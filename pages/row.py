@@ -9,6 +9,7 @@ import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from ui import code, context, flags, links, rerun, verdict, widgets
 from ui.labels import error_name, flags_text
+from ui.text import md, md_code
 
 cfg = context.settings()
 store = context.store_path()
@@ -22,12 +23,12 @@ if not row_id:
 detail = api.row(store, row_id)
 if detail is None:
     st.title("Kernel")
-    st.error(f"No row `{row_id}` in this store. Row ids look like `train/000123` or `test/000045`.")
+    st.error(f"No row {md_code(row_id)} in this store. Row ids look like `train/000123` or `test/000045`.")
     st.stop()
 
 meta, parsed = detail.meta, detail.parsed
-st.title(meta.get("title") or row_id)
-st.caption(f"row `{row_id}` · problem `{meta.get('problem_key')}`")
+st.title(md(meta.get("title") or row_id))
+st.caption(f"row {md_code(row_id)} · problem {md_code(meta.get('problem_key'))}")
 
 nav = st.columns([1, 1, 1, 3])
 if meta.get("problem_key"):
@@ -35,10 +36,10 @@ if meta.get("problem_key"):
                      query_params={"problem": meta["problem_key"]})
 if detail.prev_id:
     nav[1].page_link(links.page_file("row"), label="Faster", icon=":material/arrow_back:",
-                     query_params={"row": detail.prev_id}, help=f"previous in the problem's ranking: {detail.prev_id}")
+                     query_params={"row": detail.prev_id}, help=f"previous in the problem's ranking: {md(detail.prev_id)}")
 if detail.next_id:
     nav[2].page_link(links.page_file("row"), label="Slower", icon=":material/arrow_forward:",
-                     query_params={"row": detail.next_id}, help=f"next in the problem's ranking: {detail.next_id}")
+                     query_params={"row": detail.next_id}, help=f"next in the problem's ranking: {md(detail.next_id)}")
 
 label = meta.get("y")
 cols = st.columns(4)
@@ -47,8 +48,8 @@ cols[1].metric("kernels", meta.get("n_kernels", len(parsed.kernels)))
 cols[2].metric("split", meta.get("split") or "—")
 cols[3].metric("characters", f"{meta.get('n_chars') or len(detail.program):,}")
 static_flags = meta.get("static_flags")
-st.caption(f"static check (ingest, nothing run): **{error_name(meta.get('static_error'))}** · static hack flags: "
-           f"**{flags_text(None if static_flags is None else list(static_flags))}**")
+st.caption(f"static check (ingest, nothing run): **{md(error_name(meta.get('static_error')))}** · static hack "
+           f"flags: **{flags_text(None if static_flags is None else list(static_flags))}**")
 if static_flags is not None and len(static_flags):
     flags.legend(list(static_flags), "What the static flags mean")
 
@@ -56,11 +57,10 @@ st.subheader("Latest verdict")
 fresh = rerun.rerun_panel(row_id, cfg)
 history = detail.runs.to_pandas()
 if fresh is not None:
-    verdict.show_latest(fresh, label, cfg.label_unit, f"job `{fresh['job_id']}`, just finished")
-elif not history.empty:
-    latest = detail.runs.slice(0, 1).to_pylist()[0]
-    verdict.show_latest(latest, label, cfg.label_unit, f"finished {latest.get('finished_at') or '(time unknown)'}, "
-                        f"from `{latest.get('results_file')}`")
+    verdict.show_latest(fresh, label, cfg.label_unit, f"job {md_code(fresh['job_id'])}, just finished")
+elif (latest := detail.latest_run) is not None:
+    verdict.show_latest(latest, label, cfg.label_unit, f"finished {md(latest.get('finished_at') or '(time unknown)')}, "
+                        f"from {md_code(latest.get('results_file'))}")
 else:
     st.caption("Never re-run: no run result for this row yet" + ("." if cfg.read_only else " (use Re-run above)."))
 if not history.empty:
@@ -71,24 +71,29 @@ with st.expander("All metadata"):
     st.json({k: (v if not hasattr(v, "tolist") else v.tolist()) for k, v in meta.items()}, expanded=True)
 
 if detail.program_error:
-    st.error(f"The program text of `{row_id}` cannot be read from the store: {detail.program_error}. Its index "
+    st.error(f"The program text of {md_code(row_id)} cannot be read from the store: {md(detail.program_error)}. Its index "
              "row, label and runs above still hold; rebuild the store (`python -m queries ingest ...`) to read "
              "the code again.")
     links.copy_link("row", row=row_id)
     st.stop()
 
-tab_diff, tab_kernels, tab_program = st.tabs(["Model vs ModelNew", f"Triton kernels ({len(parsed.kernels)})", "Whole program"])
+TABS = {"diff": "Model vs ModelNew", "kernels": f"Triton kernels ({len(parsed.kernels)})", "program": "Whole program"}
+tab = links.param("tab") if links.param("tab") in TABS else "diff"
+tab_diff, tab_kernels, tab_program = st.tabs(list(TABS.values()), default=TABS[tab], key="row_tab",
+                                             on_change="rerun")
+tab = {label: name for name, label in TABS.items()}.get(st.session_state.get("row_tab"), tab)
+links.sync_params(tab=None if tab == "diff" else tab)
 with tab_diff:
-    code.diff_view(parsed, key=f"diff::{row_id}")
+    view_params = code.diff_view(parsed, key=f"diff::{row_id}")
 with tab_kernels:
     if not parsed.kernels:
         st.info("No `@triton.jit` kernel found in this program.")
     for kernel in parsed.kernels:
-        st.markdown(f"**`{kernel.name}`** · line {kernel.lineno}" + (" · autotuned" if kernel.autotuned else ""))
+        st.markdown(f"**{md_code(kernel.name)}** · line {kernel.lineno}" + (" · autotuned" if kernel.autotuned else ""))
         st.code(kernel.source, language="python", line_numbers=True)
 with tab_program:
     safe_name = row_id.replace("/", "_")
     st.download_button("Download program", detail.program, file_name=f"{safe_name}.py", mime="text/x-python")
     st.code(detail.program, language="python", line_numbers=True)
 
-links.copy_link("row", row=row_id)
+links.copy_link("row", row=row_id, tab=None if tab == "diff" else tab, **view_params)

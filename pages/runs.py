@@ -18,7 +18,7 @@ st.subheader("Runner queue")
 if cfg.read_only:
     st.caption("Read-only mode: the explorer does not talk to a runner.")
 else:
-    queue.queue_panel(cfg)
+    queue.queue_panel(cfg, store)
 
 split = widgets.choice("Split", ["train", "test"], "split", key="runs_split", container=st.sidebar)
 f = Filters(split=split)

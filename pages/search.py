@@ -7,6 +7,8 @@ import streamlit as st
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from ui import context, links, widgets
+from ui.labels import latest_status
+from ui.text import md
 
 store = context.store_path()
 SEARCH_BUDGET_S = 0.8  # keeps the page run under a second; the page says when the budget cut the search
@@ -28,19 +30,27 @@ if not pattern:
     st.stop()
 
 try:
-    result = api.search_code(store, pattern, regex=mode == "regex", limit=limit, time_budget_s=SEARCH_BUDGET_S,
+    result = api.search_hits(store, pattern, regex=mode == "regex", limit=limit, time_budget_s=SEARCH_BUDGET_S,
                              ignore_case=ignore_case)
 except api.SearchError as error:
-    st.error(f"Cannot search for this pattern: {error}")
+    st.error(f"Cannot search for this pattern: {md(error)}")
     st.stop()
 
 hits = result.rows.drop_columns(["snippet_html"]).to_pandas()
-note = f"{len(hits):,} matching rows · {result.rows_scanned:,} programs scanned in {result.elapsed_s:.2f} s"
-if not result.complete:
-    cut = "the result limit" if len(hits) >= limit else f"the {SEARCH_BUDGET_S:g} s time budget"
+hits.insert(3, "latest_status", [latest_status(s, e) for s, e in zip(hits["measured_status"], hits["measured_error"],
+                                                                        strict=True)])
+hits = hits.drop(columns=["ok", "measured_status", "measured_error"])
+counted = f"{result.hits:,}" if result.counted_all else f"at least {result.hits:,}"
+note = f"{counted} matching {'row' if result.hits == 1 else 'rows'}"
+if len(hits) < result.hits:
+    note += f" ({len(hits):,} shown)"
+note += f" · {result.rows_scanned:,} programs scanned in {result.elapsed_s:.2f} s"
+if not result.counted_all:
+    cut = f"{result.hits:,} matches" if result.capped else f"the {SEARCH_BUDGET_S:g} s time budget"
     note += f" · **search cut by {cut}**: not every program was searched"
-(st.caption if result.complete else st.warning)(note)
+(st.caption if result.counted_all else st.warning)(note)
 widgets.linked_table(hits, key="search_hits", target="row", id_column="id", param="row",
-                     column_config={"line": st.column_config.NumberColumn("line", format="%d")})
+                     column_config={"line": st.column_config.NumberColumn("line", format="%d"),
+                                    "latest_status": st.column_config.TextColumn("latest re-run")})
 links.copy_link("search", q=pattern, mode=mode if mode == "regex" else None, limit=limit if limit != 100 else None,
                 icase="1" if ignore_case else None)

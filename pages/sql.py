@@ -10,7 +10,8 @@ import streamlit as st
 
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
-from ui import context, links
+from ui import context, links, tables
+from ui.text import md
 
 TIME_LIMIT_S = 5.0
 MAX_ROWS = 1000
@@ -33,10 +34,9 @@ if clicked or from_link or st.session_state.get("sql_ran") == query:
     try:
         table = api.console(store, query, max_rows=MAX_ROWS, timeout_s=TIME_LIMIT_S)
     except (api.ConsoleError, api.StoreError) as error:
-        st.error(str(error))
+        st.error(md(error))
     else:
-        st.caption(f"{table.num_rows:,} rows")
-        st.dataframe(table.to_pandas(), hide_index=True, key="sql_result")
+        tables.show(table, key="sql_result")
 elif links.param("sql") is not None:
     st.info("This link holds a statement: read it above, then press Run to run it.")
 links.copy_link("sql", sql=query.strip() if query.strip() != default else None)

@@ -1,5 +1,6 @@
 """Command line of the data layer: `python -m queries ingest SOURCE... --store DIR`,
-`python -m queries check-syntax --store DIR` and `python -m queries agreement --store DIR [--profile NAME]`."""
+`python -m queries check-syntax --store DIR`, `python -m queries agreement --store DIR [--profile NAME]` and
+`python -m queries score-predictions FILE --store DIR`."""
 
 from __future__ import annotations
 
@@ -31,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     agree.add_argument("--store", required=True, metavar="DIR", help="the store folder")
     agree.add_argument("--profile", help="one profile only (kernelbench, kernelbench-strict, custom)")
     agree.add_argument("--runs-dir", metavar="DIR", help="run results folder (default TLX_RUNS_DIR)")
+    score = commands.add_parser("score-predictions", help="a latency model's predictions against the labels")
+    from queries import score_cli
+
+    score_cli.add_arguments(score)
     for command in (build, check):
         command.add_argument("--workers", type=int, default=None,
                              help="DuckDB threads and syntax-check processes (default: all cores)")
@@ -38,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "agreement":
         return _agreement(args)
+    if args.command == "score-predictions":
+        return score_cli.main(args)
     try:
         if args.command == "ingest":
             ingest(args.sources, args.store, skip_bad_files=args.skip_bad_files, workers=args.workers,

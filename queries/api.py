@@ -18,14 +18,17 @@ from queries.detail import RowDetail, row
 from queries.export import ExportError, export
 from queries.filters import HONEST, NO_FILTERS, Candidates, Filters
 from queries.measured import runs, runs_by_problem, runs_reproducibility, runs_static_vs_measured
+from queries.runner_match import mismatched_rows
 from queries.search import SearchError, SearchResult, search_code
+from queries.search_facts import SearchHits, search_hits
 from queries.store import StoreError
 
 __all__ = [
-    "agreement", "Candidates", "ConsoleError", "ExportError", "Filters", "flag_counts", "Overview", "QueryTimeout", "RowDetail", "SearchError", "SearchResult",
-    "StoreError", "console", "export", "failure_examples", "failures", "fastest", "overlap", "overlap_summary",
+    "agreement", "Candidates", "ConsoleError", "ExportError", "Filters", "flag_counts", "Overview", "QueryTimeout",
+    "RowDetail", "SearchError", "SearchResult", "StoreError", "console", "export", "failure_examples", "failures",
+    "fastest", "mismatched_rows", "overlap", "overlap_summary",
     "overview", "problem_latencies", "problem_summary", "problems", "row", "runs", "runs_by_problem",
-    "runs_reproducibility", "runs_static_vs_measured", "search_code", "selected_rows", "unmeasured_failures",
+    "runs_reproducibility", "runs_static_vs_measured", "search_code", "search_hits", "SearchHits", "selected_rows", "unmeasured_failures",
 ]
 
 PROBLEM_SORTS = (

@@ -18,9 +18,10 @@ import duckdb
 import pyarrow as pa
 
 from common.errors import TlxError
+from common.results_log import results_signature
 from common.settings import Settings, load_settings
 from queries.checks_table import checks_table
-from queries.results import load_run_results, results_signature
+from queries.results import load_run_results
 from queries.sql_files import sql_text
 from queries.store import INDEX_SCHEMA, OPTIONAL_COLUMNS, Store, StoreError
 
@@ -67,7 +68,6 @@ class Database:
         self.con.execute(sql_text("setup_problems"))
         self._runs_signature: tuple | None = None
         self._flagged_signature: tuple | None = None
-        self.runs_skipped_lines = 0
         self.refresh_runs()
         self.con.execute("SET lock_configuration = true")
 
@@ -93,7 +93,7 @@ class Database:
         with self._lock:
             if signature == self._runs_signature:
                 return
-            table, skipped = load_run_results(self.store.path, self.runs_dir)
+            table = load_run_results(self.store.path, self.runs_dir)
             cursor = self.con.cursor()
             try:
                 cursor.register("runs_arrow", table)
@@ -105,7 +105,6 @@ class Database:
                     self._flagged_signature = flagged
             finally:
                 cursor.close()
-            self.runs_skipped_lines = skipped
             self._runs_signature = signature
             self._memo.clear()
             self._memo_bytes = 0

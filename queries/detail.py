@@ -16,7 +16,8 @@ from queries.store import StoreError
 class RowDetail:
     """`meta`: the index row; `program`: the full text; `parsed`: reference/candidate/kernels; `prev_id` /
     `next_id`: neighbours in the problem's ranking (y ascending, failures last, ties by id), `position` of
-    `problem_rows` in it; `runs`: this row's run results, newest first. When the store cannot give the program
+    `problem_rows` in it; `runs`: this row's run results, newest first; `latest_run`: its latest verdict
+    (`runs_latest`, the definition every page shares), None when never run. When the store cannot give the program
     (a missing or damaged code part), `program` is empty and `program_error` says why; the rest still shows."""
 
     meta: dict
@@ -27,6 +28,7 @@ class RowDetail:
     position: int
     problem_rows: int
     runs: pa.Table
+    latest_run: dict | None = None
     program_error: str | None = None
 
 
@@ -38,6 +40,7 @@ def row(store: Path | str, row_id: str) -> RowDetail | None:
     if not metas:
         return None
     place = db.execute("row_neighbours", params).to_pylist()[0]
+    latest = db.execute("row_latest_run", params).to_pylist()
     program, program_error = "", None
     try:
         program = db.store.program(str(row_id))
@@ -52,5 +55,6 @@ def row(store: Path | str, row_id: str) -> RowDetail | None:
         position=place["position"],
         problem_rows=place["problem_rows"],
         runs=db.execute("row_runs", params),
+        latest_run=latest[0] if latest else None,
         program_error=program_error,
     )

@@ -12,6 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from common.errors import TlxError
 from queries.db import Database, connect
 from queries.filters import HONEST, NO_FILTERS, Candidates, Filters
 from queries.store import LOCATION_COLUMNS
@@ -21,7 +22,7 @@ MAX_CODE_ROWS = 20_000
 INTERNAL_COLUMNS = LOCATION_COLUMNS
 
 
-class ExportError(ValueError):
+class ExportError(TlxError):
     """The export asked for is not possible (unknown format, too many rows with code)."""
 
 

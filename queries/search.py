@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from common.errors import TlxError
 from queries.db import connect
 from queries.filters import NO_FILTERS, Filters
 
@@ -29,7 +30,7 @@ RESULT_SCHEMA = pa.schema(
 )
 
 
-class SearchError(ValueError):
+class SearchError(TlxError):
     """The search pattern is empty or not a valid RE2 regular expression."""
 
 

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from common.errors import TlxError
+from common.row_id import BadRowId, format_row_id, parse_row_id
 
 SCHEMA_VERSION = 2  # 2: index column program_sha256
 META_FILE = "meta.json"
@@ -56,13 +57,6 @@ class RowNotInStore(StoreError, LookupError):
     """A well-formed row id that the store does not hold (or a malformed one)."""
 
 
-def parse_row_id(row_id: str) -> tuple[str, int]:
-    split, sep, row = str(row_id).rpartition("/")
-    if not sep or not split or not (row.isascii() and row.isdigit()):  # not '²' or '١٢٣', which int() reads
-        raise RowNotInStore(f"bad row id {row_id!r}: expected '<split>/<row>', e.g. 'train/000123'")
-    return split, int(row)
-
-
 class Store:
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -91,14 +85,17 @@ class Store:
 
     def program(self, row_id: str) -> str:
         """The program text of one row; StoreError when the row is not in the store."""
-        split, row = parse_row_id(row_id)
+        try:
+            split, row = parse_row_id(row_id)
+        except BadRowId as e:
+            raise RowNotInStore(str(e)) from None
         rows, shards, groups = self._lookup().get(split, (np.empty(0, np.int64),) * 3)
         at = int(np.searchsorted(rows, row))
         if at >= len(rows) or rows[at] != row:
             raise RowNotInStore(f"{self.path}: no row {row_id!r}")
         shard, group = int(shards[at]), int(groups[at])
         table = self._row_group(shard, group)
-        match = table.filter(pc.equal(table["id"], f"{split}/{row:06d}"))
+        match = table.filter(pc.equal(table["id"], format_row_id(split, row)))
         if match.num_rows != 1:
             raise StoreError(f"{self.code_path(shard)}: row group {group} does not hold {row_id!r}; rebuild the store")
         return match["x"][0].as_py()

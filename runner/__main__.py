@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib
 import json
 import os
 import sys
 from pathlib import Path
 
+from common.program_hash import program_sha256
 from runner.options import DEVICES, EvalOptions
 from runner.result import RunResult
 from runner.spec_args import add_spec_arguments, spec_fields
@@ -64,7 +64,7 @@ def eval_main(args: argparse.Namespace) -> int:
         return 2
     from runner.pool.sandbox import evaluate_in_sandbox
 
-    result_id = "sha256:" + hashlib.sha256(program.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
+    result_id = "sha256:" + program_sha256(program)[:16]
     result = evaluate_in_sandbox(program, options, result_id=result_id)
     print(json.dumps(result.to_dict(), indent=2) if args.json else summary(result))
     return 0

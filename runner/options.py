@@ -1,7 +1,9 @@
 """Options of one evaluation (`EvalOptions`) with KernelBench's defaults; serialisable for the child process.
 
 What a submitter chooses (device, timeout, trials, profile, tolerances, where inputs are made) travels as a
-`runner.spec.RunSpec`; `EvalOptions` adds where the job runs (GPU, cache, limits) and the timing method."""
+`runner.spec.RunSpec`; `EvalOptions` adds where the job runs (GPU, cache, limits) and the timing method. Both
+check those settings with `check_settings`, the one place that says what a valid setting is (the service adds
+only its caps, `runner.service.app`); `refuse_unknown` is the one check of unknown keys in `from_dict`."""
 
 from __future__ import annotations
 
@@ -10,13 +12,35 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner import profiles
-from runner.fields import refuse_unknown
 from runner.profiles import DEFAULT_PROFILE
 
 GIB = 1 << 30
 MIB = 1 << 20
 DEVICES = ("auto", "cuda", "cpu")
 INPUTS_DEVICES = ("device", "cpu")  # where get_inputs()/get_init_inputs() make tensors: the job's device, or CPU
+
+
+def refuse_unknown(cls: type, d: dict[str, Any], what: str) -> None:
+    """Raise ValueError(`what`: the sorted keys of `d` that are no field of the dataclass `cls`); the runner's
+    `from_dict` constructors (options, run settings, results) share it."""
+    unknown = set(d) - {f.name for f in dataclasses.fields(cls)}
+    if unknown:
+        raise ValueError(f"{what}: {sorted(unknown)}")
+
+
+def check_settings(device: str, timeout_s: object, trials: object, inputs_device: str, profile: str,
+                   atol: float | None, rtol: float | None, devices: tuple[str, ...] = DEVICES) -> profiles.Profile:
+    """Check the settings a submitter chooses; ValueError naming the first bad one. Returns the resolved profile
+    (`custom` whenever atol or rtol is given)."""
+    if device not in devices:
+        raise ValueError(f"device must be one of {', '.join(devices)}, not {device!r}")
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0 < timeout_s < float("inf"):
+        raise ValueError(f"timeout_s must be a finite number > 0, not {timeout_s!r}")
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise ValueError(f"trials must be an integer >= 1, not {trials!r}")
+    if inputs_device not in INPUTS_DEVICES:
+        raise ValueError(f"inputs_device must be one of {', '.join(INPUTS_DEVICES)}, not {inputs_device!r}")
+    return profiles.resolve(profile, atol, rtol)
 
 
 @dataclass(frozen=True)
@@ -74,13 +98,9 @@ class EvalOptions:
     # compile) outlasts a short job; jobs sharing a GPU want one each
 
     def __post_init__(self) -> None:
-        if self.device not in DEVICES:
-            raise ValueError(f"device must be one of {DEVICES}, got {self.device!r}")
-        if self.timeout_s <= 0 or self.trials < 1:
-            raise ValueError(f"need timeout_s > 0 and trials >= 1, got {self.timeout_s}, {self.trials}")
-        if self.inputs_device not in INPUTS_DEVICES:
-            raise ValueError(f"inputs_device must be one of {INPUTS_DEVICES}, got {self.inputs_device!r}")
-        object.__setattr__(self, "profile", profiles.check(self.profile, self.atol, self.rtol))
+        resolved = check_settings(self.device, self.timeout_s, self.trials, self.inputs_device, self.profile,
+                                  self.atol, self.rtol)
+        object.__setattr__(self, "profile", resolved.name)
 
     @property
     def evaluation_profile(self) -> profiles.Profile:

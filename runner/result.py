@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import TYPE_CHECKING, Any
 
-from runner.fields import refuse_unknown
+from runner.options import refuse_unknown
 
 if TYPE_CHECKING:
     from runner.spec import RunSpec
@@ -39,7 +39,6 @@ class ExitCode(IntEnum):
     VERDICT = 0  # a verdict was written to the result channel, whatever it is
     USAGE = 2  # bad command line / spec
     NO_CHANNEL = 3  # the result channel could not be written
-    INTERNAL = 4  # the harness itself failed before reaching a verdict
     ORPHANED = 5  # the parent that started the child was gone before the child could watch it
 
 
@@ -63,7 +62,8 @@ class Timing:
     wall_median_ms: float | None = None  # median host wall time, call to after the device synchronize
     host_overhead_ms: float | None = None  # wall median of an empty call timed the same way
     host_call_ms: float | None = None  # median host time for the call to return (its launch cost), batched trials
-    fresh_median_ms: float | None = None  # median with fresh values written into the inputs before each call
+    repeated_median_ms: float | None = None  # single calls after the timed values were written back into the inputs
+    fresh_median_ms: float | None = None  # the same, after fresh values were written into the inputs
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -179,12 +179,14 @@ class RunResult:
                    **kw)
 
     @classmethod
-    def crashed(cls, message: str, *, id: str, row_id: str | None = None, program_sha256: str = "",
-                device: str = "", duration_s: float = 0.0, **kw: Any) -> RunResult:
-        """A `crashed` result for a run that never produced a verdict of its own (the worker or the service
-        died, the sandbox could not start, the run was cancelled)."""
+    def crashed(cls, message: str, spec: RunSpec, *, id: str, row_id: str | None = None, program_sha256: str = "",
+                duration_s: float = 0.0, **kw: Any) -> RunResult:
+        """The `crashed` result of a run of `spec` that never produced a verdict of its own (the worker, its Ray
+        task or the service died; the evaluator raised): the one builder of such results for the service and
+        bulk. It carries the spec's device and settings (`stamped`), so it counts under its profile."""
         return cls.failed(ErrorType.CRASHED, message, id=id, row_id=row_id, program_sha256=program_sha256,
-                          device=device, duration_s=round(duration_s, 3), finished_at=_now(), **kw)
+                          device=spec.result_device, duration_s=round(duration_s, 3), finished_at=_now(),
+                          **kw).stamped(spec)
 
     def completed(self, *, id: str, row_id: str | None, program_sha256: str, duration_s: float) -> RunResult:
         """Fill in what only the parent knows (in place; returns self)."""

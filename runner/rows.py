@@ -1,7 +1,8 @@
-"""Row ids -> program texts, for the service (one row) and bulk runs (many rows, one row group read at a time).
+"""The runner's one door to `queries`: row ids -> program texts, for the service (one row) and bulk runs (many
+rows, one row group read at a time), and the rows bulk selects by the explorer's filters.
 
-The only place in `runner/` that touches the store; `queries.store` (pyarrow) is imported lazily so the rest of
-the runner imports with stdlib + torch + triton alone.
+The only module of `runner/` that imports `queries` (tests/test_architecture.py keeps it so), always lazily, so
+the rest of the runner imports with stdlib + torch + triton alone (no pyarrow, no duckdb).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from common.errors import TlxError
+from common.settings import load_settings
 
 _stores: dict[Path, object] = {}
 _stores_lock = threading.Lock()
@@ -28,7 +30,6 @@ def resolve_store(store: Path | None) -> Path:
     """`store` as given, else `TLX_STORE`, else the embedded sample store (built on first use)."""
     if store is not None:
         return Path(store).expanduser()
-    from common.settings import load_settings
     from queries.ingest import ensure_sample_store
     from queries.store import StoreError
 
@@ -50,6 +51,21 @@ def open_store(store: Path | None):
             except StoreError as e:
                 raise StoreUnavailable(str(e)) from None
         return _stores[path]
+
+
+def filtered_rows(store: Path, runs_dir: Path, *, problem: str | None = None, **filters: str | None,
+                  ) -> list[tuple[str, int, int]]:
+    """(row id, code shard, code row group) of the rows `queries.api.selected_rows` picks with these
+    `queries.filters.Filters` fields (split, holdout_group, status, error_type, error_source), in id order."""
+    from queries import api
+    from queries.filters import Filters
+
+    try:
+        table = api.selected_rows(store, runs_dir, Filters(**filters), problem=problem)
+    except (api.StoreError, api.QueryTimeout) as e:
+        raise StoreUnavailable(str(e)) from None
+    return list(zip(table["id"].to_pylist(), table["code_shard"].to_pylist(), table["code_rg"].to_pylist(),
+                    strict=True))
 
 
 def load_program(store: Path | None, row_id: str) -> str:

@@ -5,7 +5,8 @@ A run is identified by row id + program hash + options key + hardware label:
 - the options key hashes the `RunSpec` (device, timeout, trials, profile, tolerances, where inputs are made, with
   defaults filled in); it is stamped into every stored result as `method["options_key"]`, so results written by
   the service and by bulk runs are recognised by each other;
-- the hardware label is the GPU name (`system["gpu"]`) for CUDA runs, `cpu-interpreter` otherwise.
+- the hardware label is the GPU name (`system["gpu"]`) for CUDA runs, `cpu-interpreter` otherwise
+  (`common.hardware`).
 """
 
 from __future__ import annotations
@@ -16,11 +17,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from common.hardware import hardware_label, result_device
 from runner import profiles
-from runner.fields import refuse_unknown
-from runner.options import INPUTS_DEVICES, EvalOptions
+from runner.options import EvalOptions, check_settings, refuse_unknown
 
-CPU_LABEL = "cpu-interpreter"
 _DEFAULTS = EvalOptions()
 
 
@@ -37,15 +37,8 @@ class RunSpec:
     inputs_device: str = "device"
 
     def __post_init__(self) -> None:
-        if self.device not in ("cuda", "cpu"):
-            raise ValueError(f"device must be 'cuda' or 'cpu' here, not {self.device!r}")
-        if isinstance(self.timeout_s, bool) or not isinstance(self.timeout_s, int | float) or self.timeout_s <= 0:
-            raise ValueError(f"timeout_s must be a number > 0, not {self.timeout_s!r}")
-        if isinstance(self.trials, bool) or not isinstance(self.trials, int) or self.trials < 1:
-            raise ValueError(f"trials must be an integer >= 1, not {self.trials!r}")
-        if self.inputs_device not in INPUTS_DEVICES:
-            raise ValueError(f"inputs_device must be one of {', '.join(INPUTS_DEVICES)}, not {self.inputs_device!r}")
-        resolved = profiles.resolve(self.profile, self.atol, self.rtol)
+        resolved = check_settings(self.device, self.timeout_s, self.trials, self.inputs_device, self.profile,
+                                  self.atol, self.rtol, devices=("cuda", "cpu"))  # auto is resolved before
         object.__setattr__(self, "timeout_s", float(self.timeout_s))
         object.__setattr__(self, "profile", resolved.name)
         if resolved.name == profiles.CUSTOM:
@@ -75,7 +68,7 @@ class RunSpec:
     @property
     def result_device(self) -> str:
         """The `device` a result of this run carries."""
-        return "cuda" if self.device == "cuda" else CPU_LABEL
+        return result_device(self.device)
 
     def key(self) -> str:
         """A stable hash of the settings."""
@@ -86,12 +79,6 @@ class RunSpec:
         """The child's options: these settings plus where the job runs (visible_devices, triton_cache_dir,
         spares, ...)."""
         return EvalOptions(**self.to_dict(), **placement)
-
-
-def hardware_label(result: dict[str, Any]) -> str:
-    if result.get("device") == "cuda":
-        return str((result.get("system") or {}).get("gpu") or "cuda")
-    return CPU_LABEL
 
 
 def result_key(result: dict[str, Any]) -> tuple[str, str, str, str] | None:

@@ -32,13 +32,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from common.program_hash import program_sha256  # noqa: E402
+from common.settings import default_jobs_per_gpu  # noqa: E402
 from runner.bulk.backends import LocalBackend, Task  # noqa: E402
-from runner.config import default_jobs_per_gpu  # noqa: E402
 from runner.pool.gate import gates_report  # noqa: E402
 from runner.pool.sandbox import close_spares  # noqa: E402
+from runner.pool.slots import make_slots  # noqa: E402
 from runner.result import RunResult  # noqa: E402
-from runner.service.jobs import program_sha256  # noqa: E402
-from runner.service.workers import make_slots  # noqa: E402
 from runner.spec import RunSpec  # noqa: E402
 
 BIG_MS = 0.05  # rows at or above this median are held to the run-to-run targets

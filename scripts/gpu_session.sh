@@ -15,7 +15,8 @@
 #      job at a time (their timings become labels), those labelled null (failures) with 4 jobs per GPU
 #   3: GPU tests; 40 correct rows of part 1 again with JOBS jobs (run-to-run timing), 12 rows of part 1 one at a
 #      time (verdicts as with overlap?), a warm service's re-run latency
-#   j: environment and the sandbox's view of the GPU; GPU tests (the cheat set included); the first ROWS (120)
+#   j: environment and the sandbox's view of the GPU and its isolation (carry .tools: scripts/fetch_bwrap.sh);
+#      GPU tests (the cheat set and the isolation's included); the first ROWS (120)
 #      rows of the shuffled selection with the default jobs per GPU (the separate judge, launches, recheck)
 #   o: the same rows with the code before the separate judge (`git archive 963d784` unpacked in var/old)
 set -u
@@ -88,8 +89,10 @@ c)  # calibration: the same 48 rows of the selection with 6, then 4 jobs per GPU
 j)
   environment
   step "the sandbox's view of the GPU"
-  { ls -l /dev/nvidia* | head -5; id nobody; python3 -c "import sys; print(sys.executable)"; } 2>&1 | tee -a "$LOG"
-  GPU_TESTS_S=260 GPU_TEST_FILES=tests/test_cheats_gpu.py gpu_tests
+  { ls -l /dev/nvidia* | head -5; id nobody; python3 -c "import sys; print(sys.executable)"
+    python3 -c "from runner.pool import isolation as i, cgroup as c; print(i.current().describe()); print('unshare:', i.detect('unshare').reason); print(c.find_hierarchy())"
+  } 2>&1 | tee -a "$LOG"
+  GPU_TESTS_S=${GPU_TESTS_S:-260} GPU_TEST_FILES="tests/test_cheats_gpu.py tests/test_isolation.py" gpu_tests
   step "${ROWS:-120} rows, default jobs per GPU"
   bench "${ROWS_S:-300}" run --programs var/gpu/sel300.jsonl "${SHUFFLE[@]}" --rows "${ROWS:-120}" \
     --budget-s "$((${ROWS_S:-300} - 40))" --out "$ST/j1"

@@ -41,3 +41,10 @@ def _navigation_owns_pages_folder(monkeypatch):
             super().__init__(*args, **kwargs)
 
     monkeypatch.setattr(app_test, "PagesManager", NavigationPagesManager)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Show what tests recorded with `record_property`, e.g. which way the image test started the container."""
+    for report in terminalreporter.getreports("passed") + terminalreporter.getreports("failed"):
+        for name, value in report.user_properties:
+            terminalreporter.write_line(f"{report.nodeid}: {name}: {value}")

@@ -26,7 +26,9 @@ GOOD = program("relu", 128, "bulk_k")
 WRONG = GOOD.replace("tl.maximum(x, 0.0)", "x")
 SEGFAULT = GOOD.replace("    def forward(self, x):\n        out", "    def forward(self, x):\n"
                         "        import os, signal; os.kill(os.getpid(), signal.SIGSEGV)\n        out")
-SLOW = GOOD.replace("def get_inputs():", "def get_inputs():\n    import time; time.sleep(30)")
+# says it is running (a file in its sandbox folder, its cwd) before it sleeps: tests wait on that, not on a guess
+SLOW = GOOD.replace("def get_inputs():", "def get_inputs():\n    open('slow-started', 'w').close()\n"
+                    "    import time; time.sleep(30)")
 # through libc: runner.child.guard refuses os.kill outside the job's group, but not a direct system call
 KILLS_ITS_WORKER = GOOD.replace("def get_inputs():", "def get_inputs():\n"
                                 "    import ctypes, os, signal; ctypes.CDLL(None).kill(os.getppid(), signal.SIGKILL)")
@@ -42,8 +44,9 @@ def make_store(folder: Path, programs: list[str]) -> Path:
     return folder / "store"
 
 
-def bulk(*args: str, **popen) -> subprocess.CompletedProcess:
+def bulk(*args: str, isolation: str = "auto", **popen) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TLX_")}
+    env["TLX_RUNNER_ISOLATION"] = isolation
     return subprocess.run([sys.executable, "-m", "runner", "bulk", "--device", "cpu", "--trials", "1", *args],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=240, **popen)
 
@@ -130,15 +133,25 @@ def test_ctrl_c_loses_only_the_task_in_flight(tmp_path):
         [sys.executable, "-m", "runner", "bulk", "--store", str(store), "--runs-dir", str(runs), "--device", "cpu",
          "--trials", "1"], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    deadline = time.monotonic() + 60
-    while not by_row(runs) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    time.sleep(1.0)  # the slow row's sandbox is running now
+    # Ctrl-C exactly while the slow row's sandbox runs its program (not a sleep after the first result: on a
+    # loaded host the next sandbox may not have started, or bulk may be elsewhere, when a fixed delay ends)
+    wait_for(lambda: list((tmp_path / "tmp").glob("tlx-run-*/work/slow-started")), proc, 180)
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=90)  # ~1 s alone; a loaded host stretches every step (the bound, not the wait)
     assert proc.returncode == 130 and "interrupted" in out
     assert list(by_row(runs)) == ["train/000000"]
     assert sandbox_children_in(tmp_path / "tmp") == [], "the interrupted sandbox (or a spare) is still running"
+
+
+def wait_for(condition, proc: subprocess.Popen, timeout_s: float) -> None:
+    """Poll `condition` until it holds; fail with bulk's output if bulk exits first or the time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            out, err = proc.communicate()
+            pytest.fail(f"the slow row never started running (bulk exit {proc.returncode}):\n{out}\n{err[-3000:]}")
+        time.sleep(0.1)
 
 
 def sandbox_children_in(folder: Path) -> list[int]:
@@ -158,7 +171,10 @@ def sandbox_children_in(folder: Path) -> list[int]:
 def test_ray_backend_on_a_local_instance(tmp_path):
     store = make_store(tmp_path, [GOOD, KILLS_ITS_WORKER])
     runs = tmp_path / "runs"
-    done = bulk("--store", str(store), "--runs-dir", str(runs), "--backend", "ray", "--ray-cpus", "2")
+    # without isolation, so that the program can kill its Ray worker (isolated, its parent is its PID namespace's
+    # init and the worker is out of reach: tests/test_isolation.py)
+    done = bulk("--store", str(store), "--runs-dir", str(runs), "--backend", "ray", "--ray-cpus", "2",
+                isolation="none")
     assert done.returncode == 0, done.stderr
     results = by_row(runs)
     assert results["train/000000"][0]["status"] == "ok"

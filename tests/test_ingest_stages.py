@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from common.program_hash import program_sha256 as runner_program_sha256
 from common.settings import REPO_ROOT
 from queries import db
 from queries.ingest import ingest, sample_files
@@ -32,7 +33,6 @@ from queries.text_rules import (
     model_new_forward,
     program_candidate_key,
 )
-from runner.service.jobs import program_sha256 as runner_program_sha256
 from tests.fixtures import REFERENCE, program
 
 RELU_REF = REFERENCE.format(doc="Simple model that performs a ReLU activation.", expr="torch.relu(x)", n=64)

@@ -207,7 +207,7 @@ def test_export_parquet_jsonl_fastest_and_code(fixture_store):
     parsed = [json.loads(line) for line in lines]
     assert [p["id"] for p in parsed] == [f"test/{i:06d}" for i in range(5)]
     assert parsed[1]["y"] is None and parsed[0]["kernel_names"] == ["relu_k"] and parsed[0]["level"] == 1
-    with pytest.raises(ValueError, match="unknown export format"):
+    with pytest.raises(api.ExportError, match="unknown export format"):
         api.export(fixture_store, fmt="csv")
 
 
@@ -355,3 +355,24 @@ def test_problem_titles_are_unique_per_key(tmp_path):
     assert len(problems) == 2 and len(set(titles)) == 2
     assert all(t.startswith("Elementwise op. · 64×64 · ") for t in titles)  # shared name + key prefix
     assert all(p["title"].endswith(p["problem_key"][:6]) for p in problems)
+
+
+def test_the_kernel_page_takes_the_one_latest_verdict(fixture_store, tmp_path, monkeypatch):
+    """`recency` (setup_runs.sql) orders every "newest first": the row detail's latest run, its history, the
+    row's `measured_error` agree on which result is the latest (issue 23)."""
+    runs_dir = tmp_path / "latest"
+    at = "2025-03-01T00:00:00Z"
+    write_results(runs_dir, [{**result("train/000001", "failed", "compile_error", finished_at=at), "id": "a1"},
+                             {**result("train/000001", "ok", median_ms=1.0, finished_at=at), "id": "a2"}],
+                  name="a.jsonl")
+    write_results(runs_dir, [{**result("train/000001", "failed", "timeout", finished_at=at), "id": "b1"},
+                             {**result("train/000001", "ok", median_ms=2.0), "id": "undated"} | {"finished_at": None}],
+                  name="b.jsonl")
+    monkeypatch.setenv("TLX_RUNS_DIR", str(runs_dir))
+    detail = api.row(fixture_store, "train/000001")
+    assert detail.latest_run["result_id"] == "b1"  # same time: the later file name; no time: oldest of all
+    assert detail.runs["result_id"].to_pylist() == ["b1", "a2", "a1", "undated"]
+    db = connect(fixture_store, runs_dir)
+    assert db.run("SELECT measured_error FROM programs WHERE id = 'train/000001'").to_pylist() == [
+        {"measured_error": "timeout"}]
+    assert api.row(fixture_store, "train/000002").latest_run is None

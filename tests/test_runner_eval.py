@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -53,19 +54,16 @@ EXPECTED = {
     "memory_bomb_shared": ErrorType.OUT_OF_MEMORY,
     "crash_segv": ErrorType.CRASHED,
 }
+# the job's processes are found from outside by a tag in their command line (inside the isolation a pid is the
+# PID namespace's, not the runner's)
 GRANDCHILD = '''
-import os, subprocess, time
-child = subprocess.Popen(["sleep", "600"])
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", {tag!r}])
 with open({pid_file!r}, "w") as fh:
-    fh.write(str(child.pid))
+    fh.write({tag!r})
 time.sleep(600)
 '''
-PID_THEN_HANG = '''
-import os, time
-with open({pid_file!r}, "w") as fh:
-    fh.write(str(os.getpid()))
-time.sleep(600)
-'''
+TAG_THEN_HANG = GRANDCHILD
 ORPHAN_PARENT = '''
 import os
 import sys
@@ -83,17 +81,34 @@ if __name__ == "tlx_program":  # the candidate's process (the judge has no Trito
     assert "/tlx-run-" in os.environ["TRITON_CACHE_DIR"], "cache not per job"
 '''
 SHARED_CACHE = '''
-import hashlib, os
-if __name__ == "tlx_program":  # the candidate's process: the whole program is its file
-    with open(__file__, "rb") as fh:
-        sha = hashlib.sha256(fh.read()).hexdigest()
-    assert os.environ["TRITON_CACHE_DIR"] == os.path.join({shared!r}, sha), os.environ["TRITON_CACHE_DIR"]
+import os
+if __name__ == "tlx_program":  # the candidate's process (in <job>/candidate), which compiles
+    cache = os.environ["TRITON_CACHE_DIR"]
+    assert os.path.dirname(cache) == os.path.dirname(os.path.dirname(os.getcwd())), "the job compiles into its own folder"
+    assert open(os.path.join(cache, "seeded", "kernel.bin")).read() == "from the shared cache"
+    os.makedirs(os.path.join(cache, "compiled"))
+    open(os.path.join(cache, "compiled", "kernel.bin"), "w").write("new")
+    os.makedirs(os.path.join(cache, "planted"))
+    os.symlink("/etc/hostname", os.path.join(cache, "planted", "link"))
 '''
 
 
 def options(**kw) -> EvalOptions:
     base = {"device": "cpu", "timeout_s": 60.0, "trials": 2, "memory_limit_bytes": int(1.5 * GIB)}
     return EvalOptions(**{**base, **kw})
+
+
+def tagged(tag: str) -> list[int]:
+    """Live processes with `tag` in their command line."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if tag.encode() in fh.read() and alive(int(pid)):
+                    found.append(int(pid))
+        except OSError:
+            continue
+    return found
 
 
 def alive(pid: int) -> bool:
@@ -116,15 +131,17 @@ def orphaned_child(folder: Path) -> dict[str, object]:
     pid_file = folder / "pid"
     work_root = folder / "jobs"
     work_root.mkdir()
-    parent = subprocess.Popen([sys.executable, "-c", ORPHAN_PARENT, PID_THEN_HANG.format(pid_file=str(pid_file)),
-                               str(work_root)], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
-    child = int(wait_for_file(pid_file) or 0)
+    tag = f"tlx-orphan-{os.getpid()}-{time.monotonic_ns()}"
+    program = TAG_THEN_HANG.format(pid_file=str(pid_file), tag=tag)
+    parent = subprocess.Popen([sys.executable, "-c", ORPHAN_PARENT, program, str(work_root)], cwd=REPO,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    child = wait_for_file(pid_file) and tagged(tag)
     parent.send_signal(signal.SIGKILL)
     parent.wait()
     deadline = time.monotonic() + 5
-    while child and alive(child) and time.monotonic() < deadline:
+    while child and tagged(tag) and time.monotonic() < deadline:
         time.sleep(0.1)
-    return {"child": child, "survived": bool(child) and alive(child)}
+    return {"child": child, "survived": tagged(tag)}
 
 
 def cancelled_job(work: Path) -> tuple[RunResult, float]:
@@ -155,7 +172,7 @@ def verdicts(tmp_path_factory) -> dict[str, object]:
     jobs = {name: (runner_program(name), 5.0 if name == "timeout_hang" else 60.0) for name in EXPECTED}
     # generous: the timeout counts from the job's start, and under load the child may take >10 s to reach the
     # program (the verdict is a timeout either way; the test is about the kill reaching the grandchild)
-    jobs["grandchild"] = (GRANDCHILD.format(pid_file=str(pid_file)), 30.0)
+    jobs["grandchild"] = (GRANDCHILD.format(pid_file=str(pid_file), tag=f"tlx-grandchild-{os.getpid()}"), 30.0)
     jobs["env"] = (ENV_CHECK + runner_program("correct_add"), 60.0)
 
     def run(name: str) -> tuple[str, object]:
@@ -167,9 +184,13 @@ def verdicts(tmp_path_factory) -> dict[str, object]:
             return name, cancelled_job(work)
         if name == "shared_cache":
             shared = tmp_path_factory.mktemp("triton-cache")
-            program = SHARED_CACHE.format(shared=str(shared)) + runner_program("correct_add")
-            return name, evaluate_in_sandbox(program, options(work_root=str(work), triton_cache_dir=str(shared)),
-                                             result_id=name)
+            program = SHARED_CACHE + runner_program("correct_add")
+            sha = hashlib.sha256(program.encode()).hexdigest()
+            (shared / sha / "seeded").mkdir(parents=True)
+            (shared / sha / "seeded" / "kernel.bin").write_text("from the shared cache")
+            r = evaluate_in_sandbox(program, options(work_root=str(work), triton_cache_dir=str(shared)),
+                                    result_id=name)
+            return name, (r, shared / sha)
         program, timeout = jobs[name]
         side_channel = (str(pid_file.parent),)  # where "grandchild" writes its pid (runner.child.guard refuses others)
         return name, evaluate_in_sandbox(program, options(timeout_s=timeout, work_root=str(work),
@@ -185,7 +206,7 @@ def verdicts(tmp_path_factory) -> dict[str, object]:
     close_spares()
     results["_spares"] = spares
     results["_work_left"] = list(work.iterdir())
-    results["_grandchild_pid"] = int(pid_file.read_text()) if pid_file.exists() else None
+    results["_grandchild_tag"] = pid_file.read_text() if pid_file.exists() else None
     return results
 
 
@@ -257,7 +278,7 @@ def test_fake_stdout_verdict_is_ignored(verdicts):
 
 def test_temp_dirs_removed_and_spares_reaped(verdicts):
     assert verdicts["_spares"], "no pre-warmed spare was kept for the next job"
-    assert verdicts["_work_left"] == []
+    assert all(p.name.startswith("tlx-runner-") and not any(p.iterdir()) for p in verdicts["_work_left"])
     deadline = time.monotonic() + 5
     while any(map(alive, verdicts["_spares"])) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -277,8 +298,9 @@ def test_child_dies_with_its_parent(verdicts):
 
 
 def test_a_job_runs_in_the_waiting_spare(tmp_path):
-    pid_file = tmp_path / "pid"
-    program = runner_program("correct_add") + f"\nimport os\nopen({str(pid_file)!r}, 'w').write(str(os.getppid()))\n"
+    pid_file = tmp_path / "cwd"  # the candidate's folder lies in its judge's (the spare's) job folder
+    program = runner_program("correct_add") + (f"\nimport os\nopen({str(pid_file)!r}, 'w')"
+                                               ".write(os.path.dirname(os.getcwd()))\n")
     opts = options(trials=1, work_root=str(tmp_path), write_roots=(str(tmp_path),))
     try:
         evaluate_in_sandbox(program, opts, result_id="warm-up")  # leaves spares for this configuration
@@ -291,9 +313,10 @@ def test_a_job_runs_in_the_waiting_spare(tmp_path):
             time.sleep(0.05)
         oldest, *younger = mine()
         assert len(younger) == opts.spares - 1
+        oldest_folder = os.readlink(f"/proc/{oldest}/cwd")
         r = evaluate_in_sandbox(program, opts, result_id="warm")
         assert r.status == "ok", r.message
-        assert int(pid_file.read_text()) == oldest
+        assert pid_file.read_text() == oldest_folder  # the job ran in the oldest spare
         close_spares()
         cold = evaluate_in_sandbox(program, options(trials=1, work_root=str(tmp_path), write_roots=(str(tmp_path),),
                                                     prewarm=False), result_id="c")
@@ -304,19 +327,12 @@ def test_a_job_runs_in_the_waiting_spare(tmp_path):
 
 def test_hang_is_killed_with_its_process_tree(verdicts):
     assert verdicts["grandchild"].error_type == ErrorType.TIMEOUT.value
-    pid = verdicts["_grandchild_pid"]
-    assert pid, "the program did not get to start its grandchild"
+    tag = verdicts["_grandchild_tag"]
+    assert tag, "the program did not get to start its grandchild"
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    break
-        except FileNotFoundError:
-            break
+    while tagged(tag) and time.monotonic() < deadline:
         time.sleep(0.1)
-    else:
-        pytest.fail(f"grandchild {pid} survived the timeout kill")
+    assert not tagged(tag), "the grandchild survived the timeout kill"
 
 
 def test_environment_is_scrubbed(verdicts):
@@ -325,8 +341,10 @@ def test_environment_is_scrubbed(verdicts):
 
 
 def test_shared_triton_cache_is_keyed_by_program_hash(verdicts):
-    r = verdicts["shared_cache"]
+    r, shared = verdicts["shared_cache"]
     assert r.status == "ok", (r.message, r.traceback)
+    assert (shared / "compiled" / "kernel.bin").read_text() == "new"  # published back: the next run reuses it
+    assert not (shared / "planted").exists()  # a symlink in an entry: not published
 
 
 def test_cli_eval_json_exit_zero(verdicts):

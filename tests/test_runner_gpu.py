@@ -147,7 +147,7 @@ def test_jobs_share_a_gpu_and_time_alone():
 
     from runner.pool.gate import gate_for
     from runner.pool.oom_rerun import evaluate_on_slot
-    from runner.service.workers import make_slots
+    from runner.pool.slots import make_slots
     from runner.spec import RunSpec
 
     slots = make_slots("cuda", gpus=["gpu"], jobs_per_gpu=3)

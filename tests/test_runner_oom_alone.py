@@ -7,8 +7,8 @@ import time
 
 import runner.pool.sandbox
 from runner.pool.oom_rerun import RERUN_ALONE_FLAG, evaluate_on_slot
+from runner.pool.slots import make_slots
 from runner.result import ErrorType, RunResult
-from runner.service.workers import make_slots
 from runner.spec import RunSpec
 
 

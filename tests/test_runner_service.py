@@ -19,10 +19,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from common.results_log import read_results
+from runner.pool.slots import make_slots
 from runner.result import RunResult
 from runner.service.client import RunnerClient, RunnerError, RunnerUnavailable
 from runner.service.jobs import JobStore
-from runner.service.workers import make_slots
 from runner.spec import RunSpec
 from tests.fixtures import program
 
@@ -107,6 +107,7 @@ def test_token_is_required_except_on_health(service):
     health = service.client(None).health()
     assert health["device"] == "cpu-interpreter" and health["workers"][0]["name"] == "cpu0"
     assert health["versions"]["torch"] and "queue_length" in health
+    assert health["isolation"]["mode"] in ("bwrap", "unshare", "none") and health["isolation"]["reason"]
 
 
 def test_bad_requests_get_clear_errors(service):
@@ -265,15 +266,17 @@ def test_claims_are_atomic_and_fifo(tmp_path):
 def test_recover_requeues_then_gives_up_as_crashed(tmp_path):
     store = JobStore(tmp_path / "runner.sqlite3", max_attempts=2)
     job, _ = store.submit("print(1)", RunSpec("cpu"), row_id="train/000001")
-    crashed = job.crashed("gave up")
+    crashed = RunResult.crashed("gave up", job.options, id=job.result_id, row_id=job.row_id,
+                                program_sha256=job.program_sha256).to_dict()
     assert store.claim("w").attempts == 1
     assert store.recover(lambda j: crashed) == (1, [])
     assert store.claim("w").attempts == 2
     assert store.recover(lambda j: crashed) == (0, [crashed])
     final = store.get(job.id)
-    assert final.state == "done" and final.result == crashed.to_dict() and final.attempts == 2
+    assert final.state == "done" and final.result == crashed and final.attempts == 2
     assert final.result["error_type"] == "crashed" and final.result["method"]["options_key"] == RunSpec("cpu").key()
-    assert store.finish(job.id, RunResult.passed("late")) is False  # no longer running: late results are dropped
+    assert final.result["device"] == "cpu-interpreter" and final.result["id"] == "train/000001"
+    assert store.finish(job.id, RunResult.passed("late").to_dict()) is False  # no longer running: late results dropped
 
 
 def test_one_slot_per_visible_gpu(monkeypatch):

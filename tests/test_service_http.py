@@ -131,14 +131,24 @@ def test_deep_brackets_inside_strings_are_not_nesting(service):
 @pytest.mark.parametrize("row_id", [
     "train/²", "train/١٢٣", "train/۰۰۰۱۲۳", "train/０００１２３", "train/000001\n", " train/000001", "train/1",
     "train/0000001", "TRAIN/000001", "valid/000001", "../train/000001", "train/+00001", "train/-00001", "", 123,
-    ["train/000001"],
+    ["train/000001"], "train/" + "1" * 5000, "train/00000\ud800",
 ])
-def test_row_ids_must_be_ascii_train_or_test_and_six_digits(service, row_id):
+def test_row_ids_must_be_ascii_train_or_test_and_canonical(service, row_id):
     before = jobs_and_results(service)
     body = json.dumps({"row_id": row_id, "trials": 1}).encode()
     status, _, answer = Conn(service).send(request("POST", "/jobs", body)).response()
-    assert status == 400 and "row_id must be 'train/' or 'test/' and six ASCII digits" in answer["error"]
+    assert status == 400 and "bad row id" in answer["error"]
     assert jobs_and_results(service) == before  # nothing queued, nothing filed under another id
+
+
+@pytest.mark.parametrize("program", ["\ud800", "print(1)\n# \udfff tail", "x = '\ud83d'"])
+def test_a_program_that_is_not_utf8_is_a_400_not_a_500(service, program):
+    """Issue 27: a lone surrogate in `program` (JSON can carry one as an escape) is refused as bad input."""
+    before = jobs_and_results(service)
+    body = json.dumps({"program": program, "trials": 1}).encode()
+    status, _, answer = Conn(service).send(request("POST", "/jobs", body)).response()
+    assert status == 400 and "UTF-8" in answer["error"]
+    assert jobs_and_results(service) == before
 
 
 def test_a_good_row_id_is_still_accepted(service):

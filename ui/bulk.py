@@ -4,19 +4,33 @@ service reachable, not read-only) a button that queues them on it one job per ro
 from __future__ import annotations
 
 import shlex
+import sys
 from pathlib import Path
 
 import streamlit as st
 
 from queries.filters import Filters
+from ui import runner_state
 from ui.labels import plural
+from ui.text import md, md_code
 
 MAX_SUBMIT = 200  # rows one click queues on the service; beyond that, the command line is the tool
+CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+def python_command() -> str:
+    """The interpreter the explorer runs under, as a path that works from the checkout (`.venv/bin/python` for
+    `make run`, which activates no venv); an absolute path where it lives elsewhere."""
+    exe = Path(sys.executable)
+    try:
+        return str(exe.relative_to(CHECKOUT))
+    except ValueError:
+        return str(exe)
 
 
 def bulk_command(store: Path, f: Filters, is_sample: bool, status: str | None = "failed") -> str:
     """`python -m runner bulk` with the same filters as the page (same meaning: `queries.api.selected_rows`)."""
-    parts = ["python", "-m", "runner", "bulk"]
+    parts = [python_command(), "-m", "runner", "bulk"]
     if not is_sample:
         parts += ["--store", str(store)]
     options = (("--split", f.split), ("--holdout", f.holdout_group), ("--problem", f.problem_key),
@@ -34,6 +48,7 @@ def bulk_panel(ids: list[str], f: Filters, info, cfg, *, key: str) -> None:
     st.info(f"{plural(len(ids), 'failed row')} here {'has' if len(ids) == 1 else 'have'} no run result, so "
             "only static findings explain them. Re-run them to get measured causes (compile error, wrong output, "
             "…):")
+    st.caption(f"From the checkout, {md_code(CHECKOUT)}:")
     st.code(bulk_command(info.path, f, info.is_sample), language="bash")
     if f.level is not None or f.flag is not None:  # not options of `runner bulk` (yet)
         st.caption("`runner bulk` has no level or flag option: this command selects the rows without those two "
@@ -43,6 +58,10 @@ def bulk_panel(ids: list[str], f: Filters, info, cfg, *, key: str) -> None:
     from runner.service.client import RunnerError, RunnerUnavailable
     from ui.rerun import client_of
 
+    state = runner_state.check(cfg, info.path, client_of(cfg))
+    runner_state.explain(state, cfg)
+    if not state.usable:
+        return
     if not st.button(f"Queue these {plural(len(ids), 'row')} on the runner", key=key):
         return
     client = client_of(cfg)
@@ -52,6 +71,6 @@ def bulk_panel(ids: list[str], f: Filters, info, cfg, *, key: str) -> None:
             client.submit(row_id=row_id)
             queued += 1
     except (RunnerError, RunnerUnavailable) as error:
-        st.error(f"Queued {queued} of {len(ids)} before the runner refused: {error}")
+        st.error(f"Queued {queued} of {len(ids)} before the runner refused: {md(error)}")
         return
     st.success(f"Queued {plural(queued, 'job')}; results appear here as they finish (Runs page: the queue).")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import math
 
 import numpy as np
@@ -16,6 +17,11 @@ _HEIGHT = 320
 def _layout(fig: go.Figure, height: int = _HEIGHT) -> go.Figure:
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10), bargap=0.05)
     return fig
+
+
+def plain(value) -> str:
+    """A data value as Plotly text: Plotly renders `<a href>`, `<b>` and friends in labels, so escape them."""
+    return html.escape(str(value))
 
 
 def show(fig: go.Figure, key: str | None = None) -> None:
@@ -130,7 +136,7 @@ def rate_bars(labels, rates, counts, title: str) -> go.Figure:
     """Horizontal bars of failure rates (0..1) with row counts in the hover."""
     fig = go.Figure(
         go.Bar(
-            x=list(rates), y=[str(x) for x in labels], orientation="h", customdata=list(counts),
+            x=list(rates), y=[plain(x) for x in labels], orientation="h", customdata=list(counts),
             hovertemplate="%{y}: %{x:.1%} of %{customdata:,} rows<extra></extra>", marker_color="#E45756",
         )
     )
@@ -141,7 +147,7 @@ def rate_bars(labels, rates, counts, title: str) -> go.Figure:
 
 def count_bars(labels, counts, title: str, color=None) -> go.Figure:
     """Horizontal bars of counts, largest on top; `color` optionally groups them (e.g. static/measured)."""
-    labels, counts = [str(x) for x in labels], list(counts)
+    labels, counts = [plain(x) for x in labels], list(counts)
     groups = [str(c) for c in color] if color is not None else [""] * len(labels)
     fig = go.Figure()
     for group in dict.fromkeys(groups):

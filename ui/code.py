@@ -155,25 +155,43 @@ def kernel_lines(parsed) -> dict[int, str]:
     return {k.lineno - offset: kernel_anchor(k.name) for k in parsed.kernels if k.lineno > offset}
 
 
+VIEWS = {"side by side": "side", "unified": "unified"}  # view -> its value in the URL (`diff=`)
+
+
 def diff_view(parsed, *, key: str, left_title: str = "reference (Model)",
-              right_title: str = "candidate (ModelNew)") -> None:
-    """The diff of a parsed program: side by side (folded, in a scrolling box, kernel links above) or unified."""
+              right_title: str = "candidate (ModelNew)") -> dict:
+    """The diff of a parsed program's reference and candidate (see `diff_panel`), kernels linked from the top."""
     if parsed.mode == "text":
         st.caption("The program does not parse: reference and candidate were split on text (first `import triton`).")
-    left, right = parsed.reference, parsed.candidate
+    names = [k.name for k in parsed.kernels]
+    return diff_panel(parsed.reference, parsed.candidate, left_title, right_title, key=key,
+                      anchors=kernel_lines(parsed), kernel_names=names)
+
+
+def diff_panel(left: str, right: str, left_title: str, right_title: str, *, key: str,
+               anchors: dict[int, str] | None = None, kernel_names: list[str] = ()) -> dict:
+    """Side by side (folded, in a scrolling box; `anchors`: right-side line -> kernel anchor) or unified. The
+    view (`diff=unified|side`) and `unchanged=1` live in the URL; returns those parameters for the page's link."""
+    from ui import links
+
     n_lines = left.count("\n") + right.count("\n") + 2
-    views = ["side by side", "unified"]
-    default = views[0] if n_lines <= SIDE_BY_SIDE_MAX_LINES else views[1]
+    default = "side by side" if n_lines <= SIDE_BY_SIDE_MAX_LINES else "unified"
+    linked = {v: k for k, v in VIEWS.items()}.get(links.param("diff") or "", default)
     cols = st.columns([2, 2, 5])
-    view = cols[0].segmented_control("Diff", views, default=default, key=f"{key}::view") or default
+    view = cols[0].segmented_control("Diff", list(VIEWS), default=linked, key=f"{key}::view") or default
+    params = {"diff": None if view == default else VIEWS[view], "unchanged": None}
     if view == "unified":
+        links.sync_params(**params)
         st.code(unified_diff_text(left, right, left_title, right_title), language="diff")
-        return
-    fold = not cols[1].toggle("Show unchanged lines", key=f"{key}::unfold")
-    anchors = kernel_lines(parsed)
+        return params
+    unfold = cols[1].toggle("Show unchanged lines", value=links.param("unchanged") == "1", key=f"{key}::unfold")
+    params["unchanged"] = "1" if unfold else None
+    links.sync_params(**params)
+    anchors = anchors or {}
     if anchors:
-        links = " · ".join(f'<a href="#{anchor}">{html.escape(k.name)}</a>'
-                           for k in parsed.kernels for anchor in [kernel_anchor(k.name)] if anchor in anchors.values())
-        st.html(f'<div style="font-size:13px">Jump to kernel: {links}</div>')
+        jumps = " · ".join(f'<a href="#{anchor}">{html.escape(name)}</a>'
+                           for name in kernel_names for anchor in [kernel_anchor(name)] if anchor in anchors.values())
+        st.html(f'<div style="font-size:13px">Jump to kernel: {jumps}</div>')
     with st.container(height=DIFF_HEIGHT_PX if n_lines > 60 else "content"):
-        st.html(side_by_side_html(left, right, left_title, right_title, fold=fold, anchors=anchors))
+        st.html(side_by_side_html(left, right, left_title, right_title, fold=not unfold, anchors=anchors))
+    return params

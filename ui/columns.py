@@ -41,6 +41,8 @@ def standard(label_unit: str) -> dict:
         "ratio_max": n("ratio max", "%.3g"),
         "median_ms": n("measured median (ms)", "%.4g"),
         "std_ms": n("std (ms)", "%.2g"),
+        "p10_ms": n("p10 (ms)", "%.4g"),
+        "p90_ms": n("p90 (ms)", "%.4g"),
         "ref_median_ms": n("Model median (ms)", "%.4g"),
         "median_ms_min": n("median min (ms)", "%.4g"),
         "median_ms_median": n("median of medians (ms)", "%.4g"),

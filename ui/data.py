@@ -34,3 +34,16 @@ def _overview(store: str, built_at: str | None, filters: tuple) -> api.Overview:
 
 def overview(info, f: Filters) -> api.Overview:
     return _overview(str(info.path), info.built_at, astuple(f))
+
+
+@st.cache_data(show_spinner="Scoring the predictions…", max_entries=4, ttl=TTL_S)
+def _scored(store: str, built_at: str | None, data: bytes, name: str):
+    from queries.predictions import read_predictions
+    from queries.scoring import score_predictions
+
+    return score_predictions(store, read_predictions(data, name))
+
+
+def scored(info, data: bytes, name: str):
+    """(metrics table, ids the store lacks) of a predictions file's bytes; raises `PredictionsError`."""
+    return _scored(str(info.path), info.built_at, data, name)

@@ -38,3 +38,10 @@ def flags_text(flags) -> str:
 def plural(n: int, one: str, many: str | None = None) -> str:
     """`1 problem`, `2 problems` (thousands separated)."""
     return f"{n:,} {one if n == 1 else (many or one + 's')}"
+
+
+def latest_status(status: str | None, error_type: str | None) -> str:
+    """A row's latest re-run verdict in words (`never re-run` without one)."""
+    if not isinstance(status, str):
+        return "never re-run"
+    return "correct" if status == "ok" else f"failed: {error_name(error_type if isinstance(error_type, str) else None)}"

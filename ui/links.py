@@ -16,9 +16,11 @@ PAGES: dict[str, tuple[str, str, str]] = {
     "problems": ("pages/problems.py", "Problems", ":material/list:"),
     "problem": ("pages/problem.py", "Problem", ":material/insights:"),
     "row": ("pages/row.py", "Kernel", ":material/code:"),
+    "compare": ("pages/compare.py", "Compare", ":material/compare_arrows:"),
     "failures": ("pages/failures.py", "Failures", ":material/error:"),
     "search": ("pages/search.py", "Search", ":material/search:"),
     "runs": ("pages/runs.py", "Runs", ":material/speed:"),
+    "score": ("pages/score.py", "Score predictions", ":material/leaderboard:"),
     "export": ("pages/export.py", "Export", ":material/download:"),
     "sql": ("pages/sql.py", "SQL", ":material/terminal:"),
 }
@@ -63,14 +65,6 @@ def href(url_path: str, **params) -> str:
     query = urlencode(_clean(params))
     target = url_path if url_path != "overview" else "./"
     return f"{target}?{query}" if query else target
-
-
-def row_href(row_id: str) -> str:
-    return href("row", row=row_id)
-
-
-def problem_href(problem_key: str) -> str:
-    return href("problem", problem=problem_key)
 
 
 def absolute_url(url_path: str, **params) -> str:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pandas as pd
 import streamlit as st
 
-from ui import rerun
+from ui import rerun, runner_state
 
 
 def _when(epoch: float | None) -> str | None:
@@ -45,16 +45,13 @@ def jobs_frame(jobs: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def queue_panel(cfg) -> None:
+def queue_panel(cfg, store) -> None:
     """Queued and running counts (the service's, not of the listed page of jobs) and the recent jobs."""
-    from runner.service.client import RunnerError, RunnerUnavailable
-
-    try:
-        health = rerun.client_of(cfg).health()
-        jobs = rerun.runner_jobs(cfg)
-    except (RunnerUnavailable, RunnerError) as error:
-        st.info(f"No runner service answers at `{cfg.runner_url}` ({error}). Start one with `python -m runner serve`.")
+    state = runner_state.check(cfg, store, rerun.client_of(cfg))
+    runner_state.explain(state, cfg)
+    if not state.usable:
         return
+    health, jobs = state.health, state.jobs
     st.caption(rerun.runner_summary(cfg.runner_url, health))
     if not jobs:
         st.caption("The runner has no jobs yet.")

@@ -11,7 +11,8 @@ from __future__ import annotations
 import streamlit as st
 
 from runner import profiles
-from ui import context
+from ui import context, runner_state
+from ui.text import md, md_code
 
 _POLL_S = 1.0
 PROFILES = {**{name: f"{name} ({p.summary})" for name, p in profiles.PROFILES.items()},
@@ -49,18 +50,11 @@ def rerun_panel(row_id: str, cfg) -> dict | None:
     if cfg.read_only:
         return None
     client = client_of(cfg)
-    try:
-        health = client.health()
-    except RunnerUnavailable as error:
-        st.info(
-            f"No runner service is reachable ({error}). Start one with `python -m runner serve` on a machine "
-            "with a GPU (or CPU interpreter mode) and point the explorer at it with `TLX_RUNNER_URL` and "
-            "`TLX_RUNNER_TOKEN`."
-        )
+    state = runner_state.check(cfg, context.store_path(), client)
+    runner_state.explain(state, cfg)
+    if not state.usable:
         return None
-    except RunnerError as error:
-        st.warning(f"The runner service at `{cfg.runner_url}` answered with an error: {error.message}")
-        return None
+    health = state.health
     key = _job_key(row_id)
     with st.container(border=True):
         st.caption(runner_summary(cfg.runner_url, health))
@@ -70,7 +64,7 @@ def rerun_panel(row_id: str, cfg) -> dict | None:
             try:
                 job = client.submit(row_id=row_id, **options)
             except (RunnerError, RunnerUnavailable) as error:
-                st.error(f"Could not submit the job: {error}")
+                st.error(f"Could not submit the job: {md(error)}")
                 return None
             st.session_state[key] = {"id": job["id"], "state": job.get("state", "queued"), "result": None}
         job = st.session_state.get(key)
@@ -81,14 +75,14 @@ def rerun_panel(row_id: str, cfg) -> dict | None:
                 try:
                     st.session_state[key] = client.cancel(job["id"]) | {"id": job["id"]}
                 except (RunnerError, RunnerUnavailable) as error:
-                    st.error(f"Could not cancel job {job['id']}: {error}")
+                    st.error(f"Could not cancel job {md_code(job['id'])}: {md(error)}")
                 st.rerun()
             _poll(client, row_id)
             return None
         if job.get("state") == "cancelled" and not job.get("result"):
-            st.warning(f"Job `{job['id']}` was cancelled.")
+            st.warning(f"Job {md_code(job['id'])} was cancelled.")
             return None
-    from queries.results import flatten_result
+    from common.results_log import flatten_result
 
     return flatten_result(job.get("result") or {}, "(this session)", 0) | {"job_id": job["id"]}
 
@@ -105,23 +99,18 @@ def _poll(client, row_id: str) -> None:
     try:
         latest = client.job(job["id"])
     except (RunnerError, RunnerUnavailable) as error:
-        st.warning(f"Lost contact with the runner while polling job {job['id']}: {error}")
+        st.warning(f"Lost contact with the runner while polling job {md_code(job['id'])}: {md(error)}")
         return
     st.session_state[key] = latest
     if latest["state"] in ("done", "cancelled"):
         st.rerun(scope="app")
-    st.status(f"Job `{latest['id']}` is {latest['state']}…", state="running")
+    st.status(f"Job {md_code(latest['id'])} is {md(latest['state'])}…", state="running")
 
 
 def runner_summary(url: str, health: dict) -> str:
     """One line about a runner service from its `/health` answer."""
-    parts = [f"Runner at `{url}`", str(health.get("device") or "")]
+    parts = [f"Runner at {md_code(url)}", md(health.get("device") or "")]
     if health.get("gpus"):
-        parts.append(", ".join(map(str, health["gpus"])))
+        parts.append(md(", ".join(map(str, health["gpus"]))))
     parts.append(f"{health.get('queue_length', 0)} queued, {health.get('running', 0)} running")
     return " · ".join(p for p in parts if p)
-
-
-def runner_jobs(cfg, limit: int = 50) -> list[dict]:
-    """Recent jobs of the configured runner (raises RunnerUnavailable / RunnerError)."""
-    return client_of(cfg).jobs(limit=limit)

@@ -10,6 +10,7 @@ import streamlit as st
 
 from ui import columns, links
 from ui.labels import error_name
+from ui.text import md
 
 if TYPE_CHECKING:  # pandas loads on the first table, not with every page (cold start)
     import pandas as pd
@@ -30,7 +31,7 @@ def store_sidebar(info, cfg) -> None:
     with st.sidebar:
         st.caption("Store")
         name = "embedded sample" if info.is_sample else str(info.path)
-        st.markdown(f"**{name}**  \n{info.rows:,} rows" + (f"  \nbuilt {info.built_at}" if info.built_at else ""))
+        st.markdown(f"**{md(name)}**  \n{info.rows:,} rows" + (f"  \nbuilt {md(info.built_at)}" if info.built_at else ""))
         if cfg.read_only:
             st.caption(":material/lock: read-only: re-runs and writes are off")
         st.caption(f"label unit: {cfg.label_unit} (undocumented in the dataset; set `TLX_LABEL_UNIT`)")

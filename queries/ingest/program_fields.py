@@ -11,7 +11,6 @@ through the pool's pipe (copies on both sides, 64 KB pipe writes), it cost ~2 CP
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from collections import deque
 from concurrent.futures import Future
@@ -20,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from common.program_hash import program_sha256
 from queries.ingest.handover import Slots, read_slot
 from queries.ingest.processes import process_pool
 from queries.text_rules import arity_range, candidate_bytes_key, model_new_forward
@@ -36,7 +36,7 @@ def program_fields(texts: pa.Array, cut_bytes: pa.Array) -> dict[str, pa.Array]:
     data = memoryview(texts.buffers()[2] or b"")
     shas, keys, fewest, most = [], [], [], []
     for start, end, cut in zip(offsets[:-1].tolist(), offsets[1:].tolist(), cut_bytes.to_pylist(), strict=True):
-        shas.append(hashlib.sha256(data[start:end]).hexdigest())
+        shas.append(program_sha256(data[start:end]))
         key, without_comments = candidate_bytes_key(data[start + cut : end])
         keys.append(key)
         low, high = arity_range(model_new_forward(without_comments))

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from common.row_id import ROW_ID_FORMAT
 from queries.ingest.read import Batch
 from queries.ingest.sources import SourceFile
 from queries.sql_files import sql_text
@@ -46,7 +47,8 @@ def connect(threads: int, memory_limit: str) -> duckdb.DuckDBPyConnection:
 
 
 def _params(f: SourceFile, first_row: int) -> dict:
-    values = {"split": f.split, "first_row": first_row, "source_file": f.path.name, **PATTERNS}
+    values = {"split": f.split, "first_row": first_row, "source_file": f.path.name, "row_id_format": ROW_ID_FORMAT,
+              **PATTERNS}
     return {name: values[name] for name in set(re.findall(r"\$(\w+)", sql_text("ingest_fields")))}
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 from common.errors import TlxError
 
 HF_PREFIX = "hf://datasets/"
-HF_DATASET = "makora-ai/triton-gpu-latency"
 
 
 class SourceError(TlxError, ValueError):

@@ -6,10 +6,7 @@
 WITH latest AS (
     SELECT coalesce(r.profile, '(not recorded)') AS profile, r.row_id, r.status, r.median_ms
     FROM runs r
-    QUALIFY row_number() OVER (
-        PARTITION BY coalesce(r.profile, '(not recorded)'), r.row_id
-        ORDER BY r.finished_at DESC NULLS LAST, r.results_file DESC, r.line DESC
-    ) = 1
+    QUALIFY r.recency = min(r.recency) OVER (PARTITION BY coalesce(r.profile, '(not recorded)'), r.row_id)
 ),
 crossed AS (
     SELECT l.profile, p.ok AS label_ok, l.status = 'ok' AS measured_ok, l.median_ms / nullif(p.y, 0) AS ratio

@@ -6,7 +6,7 @@
 -- distinct text before the cut (`ref_hash`, `cut_chars`).
 WITH named AS (
     SELECT file_row,
-           printf('%s/%06d', $split, $first_row + file_row) AS id,
+           printf($row_id_format, $split, $first_row + file_row) AS id,  -- common/row_id.py
            $split AS split,
            $first_row + file_row AS row,
            $source_file AS source_file,

@@ -2,11 +2,11 @@
 SELECT
     r.row_id, p.problem_key, p.problem_id, p.title, p.split, p.holdout_group,
     p.y, p.ok AS label_ok, r.status, r.error_type, r.message,
-    r.median_ms, r.std_ms, r.timing_n, r.median_ms / nullif(p.y, 0) AS ratio,
+    r.median_ms, r.p10_ms, r.p90_ms, r.timing_n, r.median_ms / nullif(p.y, 0) AS ratio,
     r.ref_median_ms, r.speedup, r.flags, r.device, r.gpu, r.finished_at, r.result_id
 FROM runs r
 JOIN filtered(
     $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
     $f_source::VARCHAR,
     $f_level::INTEGER, $f_flag::VARCHAR) p ON p.id = r.row_id
-ORDER BY r.finished_at DESC NULLS LAST, r.row_id, r.results_file DESC, r.line DESC;
+ORDER BY r.recency;

@@ -3,16 +3,18 @@
 -- join).
 -- A result belongs to a row when it names the row's id AND the row's program hash: every store shares the runs
 -- folder, and the same row id means another program in another store. Results that name no hash (older logs)
--- match by row id alone. The latest verdict is this file's order, the only definition the project uses.
+-- match by row id alone.
+-- `recency` is the one definition of "newer" the project uses: 1 for the newest result of all, by `finished_at`
+-- (unknown times oldest), then results file name, then line, both descending. Every "newest first" and "latest
+-- verdict" query orders by it (`runs_latest` here; agreement.sql takes the latest per profile).
 CREATE OR REPLACE TABLE runs AS
-SELECT r.* FROM runs_arrow r
+SELECT r.*, row_number() OVER (ORDER BY r.finished_at DESC NULLS LAST, r.results_file DESC, r.line DESC) AS recency
+FROM runs_arrow r
 JOIN programs p ON p.id = r.row_id AND (r.program_sha256 IS NULL OR r.program_sha256 = p.program_sha256);
 
 CREATE OR REPLACE VIEW runs_latest AS
 SELECT * FROM runs
-QUALIFY row_number() OVER (
-    PARTITION BY row_id ORDER BY finished_at DESC NULLS LAST, results_file DESC, line DESC
-) = 1;
+QUALIFY recency = min(recency) OVER (PARTITION BY row_id);
 
 UPDATE programs SET measured_status = NULL, measured_error = NULL, measured_flags = NULL, triton_share = NULL,
                     run_flags = NULL,

@@ -18,10 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from common.hardware import CPU_LABEL
 from runner.pool.oom_rerun import evaluate_on_slot
+from runner.pool.slots import Slot, detect_gpus
 from runner.result import RunResult
-from runner.service.workers import Slot
 from runner.spec import RunSpec
+
+REPO_ROOT = Path(__file__).resolve().parents[2]  # runner/bulk/backends.py
 
 
 @dataclass(frozen=True)
@@ -30,10 +33,6 @@ class Task:
     program: str
     program_sha256: str
     repeat: int
-
-    def crashed(self, spec: RunSpec, message: str, duration_s: float) -> RunResult:
-        return RunResult.crashed(message, id=self.row_id, row_id=self.row_id, program_sha256=self.program_sha256,
-                                 device=spec.result_device, duration_s=duration_s)
 
 
 OnResult = Callable[[Task, RunResult], None]
@@ -54,8 +53,6 @@ class LocalBackend:
         pass
 
     def hardware(self) -> str:
-        from runner.spec import CPU_LABEL
-
         names = {s.gpu_name for s in self.slots if s.device == "cuda"}
         return sorted(names)[0] if names else CPU_LABEL
 
@@ -89,8 +86,9 @@ class LocalBackend:
                     result = self.evaluate(task.program, spec, slot, result_id=task.row_id, row_id=task.row_id,
                                            cancel=cancel)
                 except Exception as e:
-                    result = task.crashed(spec, f"bulk worker error: {type(e).__name__}: {e}",
-                                          time.monotonic() - started)
+                    result = RunResult.crashed(f"bulk worker error: {type(e).__name__}: {e}", spec, id=task.row_id,
+                                               row_id=task.row_id, program_sha256=task.program_sha256,
+                                               duration_s=time.monotonic() - started)
                 with lock:
                     cancels.remove(cancel)
                     if stop.is_set():
@@ -120,16 +118,14 @@ def _ray_evaluate(program: str, spec: RunSpec, result_id: str, row_id: str,
 
 
 def _ray_gpu_name() -> str:
-    from runner.service.workers import detect_gpus
-
     names = detect_gpus()
     return names[0] if names else "cuda"
 
 
 class RayBackend:
-    """`ray.remote` tasks on a Ray cluster (`address`) or a local instance; the `runner` package is shipped to
-    the workers through `runtime_env.py_modules` (they need torch and triton installed). `triton_cache_dir` is
-    the shared Triton cache's path on every node (a node that cannot create it uses a fresh cache per run)."""
+    """`ray.remote` tasks on a Ray cluster (`address`) or a local instance; the `runner` and `common` packages are
+    shipped to the workers through `runtime_env.py_modules` (they need torch and triton installed).
+    `triton_cache_dir` is the shared Triton cache's path on every node (a node that cannot create it uses a fresh cache per run)."""
 
     name = "ray"
 
@@ -142,8 +138,7 @@ class RayBackend:
         self.ray = ray
         self.device = device
         self.triton_cache_dir = triton_cache_dir
-        checkout = Path(__file__).resolve().parents[2]
-        runtime_env = {"py_modules": [str(checkout / "runner"), str(checkout / "common")]}
+        runtime_env = {"py_modules": [str(REPO_ROOT / "common"), str(REPO_ROOT / "runner")]}  # what workers import
         if address:
             ray.init(address=address, runtime_env=runtime_env, logging_level="WARNING", log_to_driver=False)
         else:
@@ -159,8 +154,6 @@ class RayBackend:
         self._gpu_name = ray.remote(num_gpus=1, max_retries=0)(_ray_gpu_name) if device == "cuda" else None
 
     def hardware(self) -> str:
-        from runner.spec import CPU_LABEL
-
         if self._gpu_name is None:
             return CPU_LABEL
         return self.ray.get(self._gpu_name.remote())
@@ -186,8 +179,10 @@ class RayBackend:
                     try:
                         result = ray.get(ref)
                     except Exception as e:  # worker died (WorkerCrashedError), task error, ...
-                        result = task.crashed(spec, f"ray task failed: {type(e).__name__}: {e}"[:2000],
-                                              time.monotonic() - started)
+                        result = RunResult.crashed(f"ray task failed: {type(e).__name__}: {e}"[:2000], spec,
+                                                   id=task.row_id, row_id=task.row_id,
+                                                   program_sha256=task.program_sha256,
+                                                   duration_s=time.monotonic() - started)
                     on_result(task, result)
         except KeyboardInterrupt:
             for ref in in_flight:

@@ -8,7 +8,7 @@ Locally, `--jobs-per-gpu` jobs share each GPU through their CPU-bound stages and
 (`runner.pool.gate`).
 
 Resumable: a row is skipped when the log already holds `--repeats` results for the same row id, program hash,
-run settings (`run_keys.RunSpec.key`, profile included) and hardware (GPU name, or `cpu-interpreter`), unless `--force`. Results are
+run settings (`runner.spec.RunSpec.key`, profile included) and hardware (GPU name, or `cpu-interpreter`), unless `--force`. Results are
 fsync'd as they arrive, so Ctrl-C loses at most the tasks in flight. Progress (rate, ETA) goes to stderr, the
 summary to stdout.
 """
@@ -23,11 +23,13 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+from common.program_hash import program_sha256
 from common.results_log import ResultsLog, default_writer, read_results
+from common.settings import RunnerConfig, load_settings
 from runner.bulk.backends import LocalBackend, RayBackend, Task
+from runner.pool.slots import detect_gpus, make_slots
 from runner.result import RunResult
-from runner.rows import StoreUnavailable, iter_programs, resolve_store
-from runner.service.jobs import program_sha256
+from runner.rows import StoreUnavailable, filtered_rows, iter_programs, resolve_store
 from runner.spec import result_key
 from runner.spec_args import add_spec_arguments, spec_from_args
 
@@ -35,21 +37,12 @@ from runner.spec_args import add_spec_arguments, spec_from_args
 def select_rows(store: Path, args: argparse.Namespace, runs_dir: Path) -> list[tuple[str, int, int]]:
     """(row id, code shard, code row group) of the rows the filters pick, in id order (or sample order).
 
-    Rows are chosen by `queries.api.selected_rows`, the filters of the explorer's pages: `--error-type` matches the
-    static error or the latest measured verdict (the store's shipped runs and `runs_dir`'s), as the Failures page
-    counts them. `queries` is imported here, not at module level, so `runner` imports without duckdb/pyarrow.
+    Rows are chosen by the filters of the explorer's pages (`runner.rows.filtered_rows`): `--error-type` matches
+    the static error or the latest measured verdict (the store's shipped runs and `runs_dir`'s), as the Failures
+    page counts them.
     """
-    from queries import api
-    from queries.filters import Filters
-
-    f = Filters(split=args.split, holdout_group=args.holdout, status=args.status, error_type=args.error_type,
-                error_source=args.error_source)
-    try:
-        table = api.selected_rows(store, runs_dir, f, problem=args.problem)
-    except (api.StoreError, api.QueryTimeout) as e:
-        raise StoreUnavailable(str(e)) from None
-    rows = list(zip(table["id"].to_pylist(), table["code_shard"].to_pylist(), table["code_rg"].to_pylist(),
-                    strict=True))
+    rows = filtered_rows(store, runs_dir, split=args.split, holdout_group=args.holdout, status=args.status,
+                         error_type=args.error_type, error_source=args.error_source, problem=args.problem)
     if args.ids:
         wanted = read_ids(args.ids)
         rows = [r for r in rows if r[0] in wanted]
@@ -165,14 +158,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_spec_arguments(parser)
     parser.add_argument("--workers", type=int, default=1, help="local CPU interpreter workers (no GPU)")
     parser.add_argument("--jobs-per-gpu", type=int, default=None,
-                        help="local jobs sharing each GPU, timed one at a time (default TLX_RUNNER_JOBS_PER_GPU or 4)")
+                        help="local jobs sharing each GPU, timed one at a time (default TLX_RUNNER_JOBS_PER_GPU, "
+                             "else min(6, cores / 2))")
     parser.add_argument("--ray-cpus", type=int, default=None, help="CPUs of a local Ray instance")
 
 
 def _backend(args: argparse.Namespace, triton_cache_dir: str):
-    from runner.config import RunnerConfig
-    from runner.service.workers import detect_gpus, make_slots
-
     if args.backend == "local":
         lanes = args.jobs_per_gpu or RunnerConfig.from_env().jobs_per_gpu
         return LocalBackend(make_slots(args.device, args.workers, triton_cache_dir=triton_cache_dir,
@@ -183,8 +174,6 @@ def _backend(args: argparse.Namespace, triton_cache_dir: str):
 
 
 def main(args: argparse.Namespace) -> int:
-    from common.settings import load_settings
-
     if args.repeats < 1 or (args.limit is not None and args.limit < 0) or (args.sample is not None and args.sample < 1):
         print("bulk: --repeats and --sample must be >= 1, --limit >= 0", file=sys.stderr)
         return 2
@@ -214,7 +203,7 @@ def main(args: argparse.Namespace) -> int:
           f"profile {spec.profile}; results -> {log.path}", file=sys.stderr, flush=True)
 
     def on_result(task: Task, result: RunResult) -> None:
-        log.append(result.stamped(spec))
+        log.append(result.stamped(spec).to_dict())
         progress.record(result)
 
     interrupted = False

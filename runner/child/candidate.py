@@ -110,14 +110,16 @@ class Candidate:
 
     def forward(self, msg: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
         inputs = self.steps.inputs(self.module, int(msg["seed"]))
-        return self._outputs(inputs, "ModelNew forward")
+        return self._outputs(inputs, "ModelNew forward", digest=bool(msg.get("digest")))
 
-    def _outputs(self, inputs: list[Any], context: str) -> tuple[dict[str, Any], list[Any]]:
+    def _outputs(self, inputs: list[Any], context: str, digest: bool) -> tuple[dict[str, Any], list[Any]]:
+        """ModelNew's outputs on `inputs`, with a digest of the inputs when asked (before the call: a candidate
+        may write into its inputs)."""
         import torch
 
         from runner.child.compare import flatten
 
-        digest = inputs_digest(inputs)
+        digest = inputs_digest(inputs) if digest else None
         with torch.no_grad():
             out = self.steps.guarded("correctness", context, self.steps.forward, self.new, inputs, hold=None)
         described, payloads = self.steps.guarded("correctness", "handing the outputs over",
@@ -145,25 +147,23 @@ class Candidate:
         with torch.no_grad():
             t, flags = self.steps.guarded("timing", "timing ModelNew",
                                           lambda: timing.time_callable(lambda: self.new(*inputs), opts), hold=None)
-            t.fresh_median_ms = self.steps.guarded(
-                "timing", "timing ModelNew on fresh values",
-                lambda: timing.time_on_fresh_values(lambda: self.new(*inputs), self.refill_from(int(msg["seed"])), opts),
-                hold=None)
-        if timing.faster_on_repeated_inputs(t.median_ms, t.fresh_median_ms):
+            seed = int(msg["seed"])
+            t.repeated_median_ms, t.fresh_median_ms = self.steps.guarded(
+                "timing", "timing ModelNew on repeated and on fresh values",
+                lambda: timing.time_repeated_and_fresh(lambda: self.new(*inputs), lambda: self.refill(seed),
+                                                       lambda k: self.refill(seed + 1 + k), opts), hold=None)
+        if timing.faster_on_repeated_inputs(t.repeated_median_ms, t.fresh_median_ms):
             flags.append("faster_on_repeated_inputs")
         return {"timing": t.to_dict(), "flags": flags}
 
-    def refill_from(self, seed: int) -> Any:
-        """A function writing the values `get_inputs()` makes after seed + 1 + k into the timed input tensors."""
+    def refill(self, seed: int) -> None:
+        """Write the values `get_inputs()` makes after `seed` into the timed input tensors."""
         import torch
 
-        def refill(k: int) -> None:
-            fresh = self.steps.inputs(self.module, seed + 1 + k, stage="timing")
-            for kept, new in zip(self.timed_inputs, fresh, strict=True):
-                if isinstance(kept, torch.Tensor) and isinstance(new, torch.Tensor):
-                    kept.copy_(new)
-
-        return refill
+        fresh = self.steps.inputs(self.module, seed, stage="timing")
+        for kept, new in zip(self.timed_inputs, fresh, strict=True):
+            if isinstance(kept, torch.Tensor) and isinstance(new, torch.Tensor):
+                kept.copy_(new)
 
     def recheck(self, msg: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
         import torch
@@ -173,12 +173,9 @@ class Candidate:
             with torch.no_grad():
                 self.steps.guarded("recheck", "ModelNew forward (before the recheck)", self.steps.forward, self.new,
                                    self.timed_inputs, hold=None)
-        fresh = self.steps.inputs(self.module, int(msg["seed"]), stage="recheck")
         with torch.no_grad():
-            for kept, new in zip(self.timed_inputs, fresh, strict=True):
-                if isinstance(kept, torch.Tensor) and isinstance(new, torch.Tensor):
-                    kept.copy_(new)
-        return self._outputs(self.timed_inputs, "ModelNew forward (recheck on fresh values)")
+            self.refill(int(msg["seed"]))
+        return self._outputs(self.timed_inputs, "ModelNew forward (recheck on fresh values)", digest=True)
 
     def finish(self, msg: dict[str, Any]) -> dict[str, Any]:
         from runner.child import guard, setup
@@ -232,12 +229,6 @@ def main(argv: list[str] | None = None) -> int:
     faulthandler.enable()  # a crash leaves the Python stack on stderr, whose tail the sandbox keeps
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     process.prewarm()
-    try:
-        from runner.child.launches import warm_profiler
-
-        warm_profiler()
-    except Exception:
-        pass
     sock = socket.socket(fileno=args.fd)
     stream_in, stream_out = sock.makefile("rb"), sock.makefile("wb")
     set_seed(0)

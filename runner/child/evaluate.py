@@ -7,7 +7,8 @@ seeds and hands back its outputs over the link; the judge runs the reference par
 anything the program does. Inputs and models are made on the job's device (`torch.device` as the default device
 while `get_inputs()`/`get_init_inputs()`, `Model(...)` and `ModelNew(...)` run, same seeds) unless
 `inputs_device="cpu"` (KernelBench's way: made on the CPU, then moved). Both processes make the same inputs;
-a digest of them travels with every output and must match the judge's (else `inputs_differ`).
+a digest of them travels with the first trial's outputs and the recheck's and must match the judge's (else
+`inputs_differ`).
 
 The order of a job: both load (in parallel); correctness trials (the first with ModelNew run before Model, so
 that memory the reference freed cannot hold its answer; the others reference first); one untimed ModelNew call
@@ -25,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from common.hardware import result_device
 from runner.child import launches, timing
 from runner.child.candidate_client import CandidateProcess
 from runner.child.compare import compare_outputs, flatten
@@ -39,6 +41,7 @@ REFERENCE_MODULE = "tlx_reference"
 EXCESSIVE_SPEEDUP = 10.0
 TIMING_SEED_OFFSET, RECHECK_SEED_OFFSET = 1000, 2000
 OUTPUT_SLACK_BYTES = 1 << 20
+TIMING_BELOW_KERNELS = 0.5  # a timed median under this share of one call's Triton kernel time: work not timed
 
 
 def _nbytes(leaves: list[Any]) -> int:
@@ -104,17 +107,19 @@ class Judge:
                                   REFERENCE_MODULE)
 
     # -- correctness -----------------------------------------------------------------------------------------
-    def reference_output(self, module: Any, model: Any, seed: int, context: str) -> tuple[Any, str]:
+    def reference_output(self, module: Any, model: Any, seed: int, context: str, digest: bool) -> tuple[Any, str | None]:
+        """Model's output on the inputs made after `seed`, and their digest when asked (the first trial and the
+        recheck: the inputs are made the same way every time)."""
         import torch
 
         inputs = self.steps.inputs(module, seed)
-        digest = self.steps.guarded("correctness", "digest of the inputs", inputs_digest, inputs)
+        digest = self.steps.guarded("correctness", "digest of the inputs", inputs_digest, inputs) if digest else None
         with torch.no_grad():
             ref = self.steps.guarded("correctness", context, self.steps.forward, model, inputs)
         return ref, digest
 
-    def candidate_output(self, header: dict[str, Any], ref: Any, digest: str) -> list[Any]:
-        if header.get("digest") != digest:
+    def candidate_output(self, header: dict[str, Any], ref: Any, digest: str | None) -> list[Any]:
+        if digest is not None and header.get("digest") != digest:
             self.flags.append("inputs_differ")
             raise fail(ErrorType.OUTPUT_MISMATCH, "the candidate's process made other inputs than the reference's "
                        "from the same seed (get_inputs is not deterministic, or the candidate redefines it)")
@@ -129,11 +134,12 @@ class Judge:
         label = f"ModelNew forward (trial {trial + 1}{', autotuning alone' if alone else ''})"
         self.emit(f"correctness: {label}")
         with self.gate.hold(EXCLUSIVE if alone else SHARED):
-            if trial == 0:
-                header = self.candidate.request("forward", seed=seed)
-                ref, digest = self.reference_output(module, model, seed, f"Model forward (trial {trial + 1})")
+            first = trial == 0
+            if first:
+                header = self.candidate.request("forward", seed=seed, digest=True)
+                ref, digest = self.reference_output(module, model, seed, f"Model forward (trial {trial + 1})", True)
             else:
-                ref, digest = self.reference_output(module, model, seed, f"Model forward (trial {trial + 1})")
+                ref, digest = self.reference_output(module, model, seed, f"Model forward (trial {trial + 1})", False)
                 self.emit(f"correctness: {label}")
                 header = self.candidate.request("forward", seed=seed)
             out = self.candidate_output(header, ref, digest)
@@ -218,6 +224,9 @@ class Judge:
         if t_new is None:
             raise fail(ErrorType.RUNTIME_ERROR, "the candidate's timing came back empty")
         self.flags += [str(f) for f in answer.get("flags") or [] if isinstance(f, str)][:20] + [f"ref_{f}" for f in f_ref]
+        kernels_ms = self.launches.get("triton_ms") if self.launches.get("checked") else None
+        if kernels_ms and t_new.median_ms < TIMING_BELOW_KERNELS * kernels_ms:
+            self.flags.append("timing_below_kernel_time")  # the call took less than its Triton kernels alone
         speedup = t_ref.median_ms / t_new.median_ms if t_new.median_ms > 0 else None
         if speedup is not None and speedup > EXCESSIVE_SPEEDUP:
             self.flags.append("excessive_speedup")
@@ -231,7 +240,7 @@ class Judge:
         self.emit("recheck: ModelNew forward on fresh values in the same input tensors")
         with self.gate.hold(SHARED):
             header = self.candidate.request("recheck", seed=seed, first_seed=self.options.seed + TIMING_SEED_OFFSET)
-            ref, digest = self.reference_output(module, model, seed, "Model forward (recheck)")
+            ref, digest = self.reference_output(module, model, seed, "Model forward (recheck)", True)
             out = self.candidate_output(header, ref, digest)
             cmp = self.steps.guarded("recheck", "comparing outputs", compare_outputs, ref, out, self.options, hold=None)
         if cmp.error_type is not ErrorType.OK:
@@ -294,7 +303,7 @@ def evaluate_program(path: str, options: EvalOptions, device: str, emit: Callabl
     verdict.max_abs_diff = max(abs_diffs) if abs_diffs else None
     verdict.max_rel_diff = max(rel_diffs) if rel_diffs else None
     verdict.outputs, verdict.tolerance_passed = outputs, judge.tolerance_passed()
-    verdict.device = "cuda" if device == "cuda" else "cpu-interpreter"
+    verdict.device = result_device(device)
     verdict.flags = list(dict.fromkeys(judge.flags + verdict.flags + candidate_flags))
     verdict.launches = judge.launches
     verdict.method = {**method_record(options, device, tf32),

@@ -1,22 +1,28 @@
 """What actually ran: the kernels one untimed `ModelNew` call launched (design §4, issue 21).
 
 Triton launches are counted at Triton's own launch entry (`JITFunction.run`, and `InterpretedFunction.run`
-under the CPU interpreter), by kernel name. On CUDA, torch's profiler records every GPU kernel of the call with
-its GPU time; a kernel is Triton's when its name is one of the program's Triton kernels (found among the
-module's objects) or one that the launch hook saw. The record (`RunResult.launches`):
+under the CPU interpreter), by kernel name; on CUDA each launch is bracketed by CUDA events on the stream it was
+launched on, which gives its GPU time, and the whole call by two more. The record (`RunResult.launches`):
 
 `{"checked", "method", "triton_launches", "triton_ms", "other_launches", "other_ms", "triton_share",
 "top_kernels": [{"name", "count", "ms", "triton"}], "reason"}`
 
-Under the interpreter there are no GPU times: the launch count is checked, the GPU-time share is not (None,
-with the reason). Flags: `no_triton_launch` (checked, and no Triton kernel ran), `launches_not_checked` (the
-accounting itself failed). The accounting runs in the candidate's process, so a program that patches torch's
-profiler or Triton's runtime can mislead it; the static checks (ingest) are the second look."""
+- `triton_launch_events` (the usual path): `triton_ms` is the Triton kernels' GPU time, `other_ms` the rest of
+  the call's GPU span (other kernels, copies and idle gaps between launches, so an upper bound), `triton_share`
+  their ratio; `other_launches` is not known (None).
+- `torch_profiler` (when no Triton kernel ran, to say what ran instead): every GPU kernel, copy and set of the
+  call with its GPU time and name; `triton_share` over kernel time alone. It is not the usual path because
+  starting the profiler (CUPTI) costs seconds of CPU per process.
+- Under the interpreter there are no GPU times: the launch count is checked, the GPU-time share is not (None,
+  with the reason).
+
+Flags: `no_triton_launch` (checked, and no Triton kernel ran), `launches_not_checked` (the accounting itself
+failed). The accounting runs in the candidate's process, so a program that patches Triton's runtime or torch's
+profiler can mislead it; the static checks (ingest) are the second look."""
 
 from __future__ import annotations
 
 import contextlib
-from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -42,27 +48,36 @@ def _kernel_name(fn: Any) -> str:
 
 
 @contextlib.contextmanager
-def counting_triton_launches() -> Iterator[Counter]:
-    """Count Triton launches by kernel name while the block runs (warm-up compiles and launches that raise do
-    not count)."""
-    counts: Counter = Counter()
+def counting_triton_launches(timed: bool = False) -> Iterator[list[tuple[str, Any, Any]]]:
+    """Record Triton launches while the block runs, as (kernel name, start event, end event) with CUDA events
+    when `timed`, else None (warm-up compiles and launches that raise do not count)."""
+    launches: list[tuple[str, Any, Any]] = []
     originals = []
     for cls in _jit_classes():
         original = cls.run
 
         def run(self: Any, *args: Any, _original: Callable[..., Any] = original, **kwargs: Any) -> Any:
+            start = _recorded_event() if timed and not kwargs.get("warmup") else None
             launched = _original(self, *args, **kwargs)  # a launch that raises launched nothing
             if not kwargs.get("warmup"):
-                counts[_kernel_name(self)] += 1
+                launches.append((_kernel_name(self), start, _recorded_event() if start is not None else None))
             return launched
 
         originals.append((cls, original))
         cls.run = run
     try:
-        yield counts
+        yield launches
     finally:
         for cls, original in originals:
             cls.run = original
+
+
+def _recorded_event() -> Any:
+    import torch
+
+    event = torch.cuda.Event(enable_timing=True)
+    event.record()  # on the current stream: the one the kernel is launched on
+    return event
 
 
 def declared_kernels(module: Any) -> set[str]:
@@ -102,47 +117,65 @@ def _profiled_kernels(call: Callable[[], Any]) -> list[tuple[str, float]]:
     return [(e.name, e.time_range.elapsed_us() / 1000.0) for e in prof.events() if e.device_type == DeviceType.CUDA]
 
 
-def warm_profiler() -> None:
-    """Start torch's profiler once (CUPTI's set-up takes seconds) while a spare waits for its job; a failure shows
-    up again in the job's launch check."""
-    import os
+def _top(by_name: dict[str, list[float | None]], triton_names: set[str]) -> list[dict[str, Any]]:
+    def total(times: list[float | None]) -> float:
+        return sum(t or 0.0 for t in times)
 
-    import torch
+    top = sorted(by_name.items(), key=lambda kv: (-total(kv[1]), -len(kv[1])))[:TOP_KERNELS]
+    return [{"name": n, "count": len(v), "ms": round(total(v), 4) if None not in v else None,
+             "triton": _is_triton(n, triton_names)} for n, v in top]
 
-    if os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
-        return
-    x = torch.ones(8, device="cuda")
-    _profiled_kernels(lambda: x.sum())
+
+def _share(triton_ms: float, other_ms: float) -> float | None:
+    return round(triton_ms / (triton_ms + other_ms), 4) if triton_ms + other_ms > 0 else None
 
 
 def account(call: Callable[[], Any], module: Any, device: str) -> dict[str, Any]:
     """Run `call` once and say what it launched (see the module's docstring); `call` raising propagates."""
-    declared = declared_kernels(module)
     record: dict[str, Any] = {"checked": True, "triton_ms": None, "other_launches": None, "other_ms": None,
                               "triton_share": None, "top_kernels": [], "reason": None}
     if device != "cuda":
-        with counting_triton_launches() as counts:
+        with counting_triton_launches() as launches:
             call()
-        record.update(method="triton_launch_hook", triton_launches=sum(counts.values()),
-                      top_kernels=[{"name": n, "count": c, "ms": None, "triton": True} for n, c in counts.most_common(TOP_KERNELS)],
+        by_name: dict[str, list[float | None]] = {}
+        for name, _, _ in launches:
+            by_name.setdefault(name, []).append(None)
+        record.update(method="triton_launch_hook", triton_launches=len(launches), top_kernels=_top(by_name, set(by_name)),
                       reason="the CPU interpreter gives no GPU times: Triton launches counted, GPU-time share not checked")
         return record
-    with counting_triton_launches() as counts:
-        kernels = _profiled_kernels(call)
-    triton_names = declared | set(counts)
-    by_name: dict[str, list[float]] = {}
+    import torch
+
+    torch.cuda.synchronize()
+    with counting_triton_launches(timed=True) as launches:
+        begin = _recorded_event()
+        call()
+        end = _recorded_event()
+        torch.cuda.synchronize()
+    if not launches:
+        return _profiled(call, declared_kernels(module), record)
+    call_ms = begin.elapsed_time(end)
+    by_name = {}
+    for name, start, stop in launches:
+        by_name.setdefault(name, []).append(start.elapsed_time(stop))
+    triton_ms = sum(sum(v) for v in by_name.values())
+    other_ms = max(call_ms - triton_ms, 0.0)
+    record.update(method="triton_launch_events", triton_launches=len(launches), triton_ms=round(triton_ms, 4),
+                  other_ms=round(other_ms, 4), triton_share=_share(triton_ms, other_ms),
+                  top_kernels=_top(by_name, set(by_name)))
+    return record
+
+
+def _profiled(call: Callable[[], Any], declared: set[str], record: dict[str, Any]) -> dict[str, Any]:
+    """The record from torch's profiler: what the call ran when no Triton launch was seen."""
+    kernels = _profiled_kernels(call)
+    by_name: dict[str, list[float | None]] = {}
     for name, ms in kernels:
         by_name.setdefault(name, []).append(ms)
-    triton = [(n, ms) for n, ms in kernels if _is_triton(n, triton_names)]
-    other = [(n, ms) for n, ms in kernels if not _is_triton(n, triton_names)]
-    triton_ms, other_ms = sum(ms for _, ms in triton), sum(ms for _, ms in other)
-    top = sorted(by_name.items(), key=lambda kv: -sum(kv[1]))[:TOP_KERNELS]
-    record.update(method="torch_profiler+triton_launch_hook",
-                  triton_launches=max(len(triton), sum(counts.values())), triton_ms=round(triton_ms, 4),
-                  other_launches=len(other), other_ms=round(other_ms, 4),
-                  triton_share=round(triton_ms / (triton_ms + other_ms), 4) if triton_ms + other_ms > 0 else None,
-                  top_kernels=[{"name": n, "count": len(v), "ms": round(sum(v), 4), "triton": _is_triton(n, triton_names)}
-                               for n, v in top])
+    triton = [ms for n, ms in kernels if _is_triton(n, declared)]
+    other = [ms for n, ms in kernels if not _is_triton(n, declared)]
+    record.update(method="torch_profiler", triton_launches=len(triton), triton_ms=round(sum(triton), 4),
+                  other_launches=len(other), other_ms=round(sum(other), 4),
+                  triton_share=_share(sum(triton), sum(other)), top_kernels=_top(by_name, declared))
     return record
 
 

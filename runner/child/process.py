@@ -78,8 +78,8 @@ def cuda_cpu_threads() -> int:
     """Torch's CPU threads in a CUDA job: a few. Inputs are made and programs do host work on the CPU, and jobs
     and warming spares of every GPU share the host's cores; torch's default (one thread per core in every
     process) oversubscribes them, and its spinning thread pools then turn milliseconds of host work into
-    seconds. `TLX_RUNNER_CPU_THREADS` overrides (`runner.config`)."""
-    from runner.config import RunnerConfig
+    seconds. `TLX_RUNNER_CPU_THREADS` overrides (`common.settings`)."""
+    from common.settings import RunnerConfig
 
     return RunnerConfig.from_env().child_cpu_threads()
 

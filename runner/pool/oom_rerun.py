@@ -15,8 +15,8 @@ import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from runner.pool.slots import Slot
     from runner.result import RunResult
-    from runner.service.workers import Slot
     from runner.spec import RunSpec
 
 

@@ -1,16 +1,19 @@
 """`evaluate_in_sandbox`: the only way the project runs dataset code (design §4, "Isolation").
 
 One fresh subprocess per call (`runner.pool.spares`: usually a pre-warmed spare that has imported torch and triton and
-warmed CUDA), in its own session (killed as a group), in a fresh temp dir that is its HOME, cwd and TMPDIR, with a scrubbed
-environment, resource limits (set by the child itself), an RSS watchdog, capped stdout/stderr, a wall-clock
-timeout and an optional `cancel` event. The child dies with the process that started it. The verdict comes back
+warmed CUDA), inside the host's operating-system isolation (`runner.pool.isolation`; where there is none, every
+result carries the flag `not_isolated`), in its own session (killed as a group; isolated, every process of its
+PID namespace dies with it), in a fresh job folder that is its HOME, cwd and TMPDIR, with an allow-listed
+environment, resource limits (set by the child itself), a memory cap (its cgroup's where there is one, and an RSS
+watchdog over all its processes: `runner.pool.cgroup.job_memory_cap`), capped stdout/stderr, a wall-clock
+timeout and an optional `cancel` event. Secret values of the runner's environment are redacted from the result
+(`runner.pool.scrub`). The child dies with the process that started it. The verdict comes back
 over a private pipe, never from stdout. Timeouts, crashes, memory kills and cancels are results; this function
 does not raise for a verdict. With a `gate` (`runner.pool.gate.GpuGate`), the job's GPU steps wait for the GPU's gate
 (the time waited does not count against its timeout) and its timing stage has the GPU alone."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import secrets
@@ -22,9 +25,14 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from common.hardware import CPU_LABEL
+from common.program_hash import program_sha256
 from runner.child.system import collect_system
 from runner.options import EvalOptions
+from runner.pool import isolation, scrub, triton_cache
+from runner.pool.cgroup import job_memory_cap
 from runner.pool.gate import EXCLUSIVE, RELEASE, SHARED, GpuGate
+from runner.pool.isolation import NOT_ISOLATED
 from runner.pool.spares import POOL, Child, close_spares, kill_group
 from runner.result import ErrorType, RunResult
 
@@ -149,18 +157,34 @@ class _Channel(threading.Thread):
             self.gate.release(held)
 
 
-def _group_usage(pgid: int) -> tuple[int, int]:
-    """(resident bytes, processes) of a process group. The process count is what bounds a fork bomb when the
-    child runs as root (the kernel does not apply RLIMIT_NPROC to root)."""
+def _pid_namespace(child: Child) -> str | None:
+    """The job's own PID namespace (`/proc/PID/ns/pid`'s link), None when it has none (yet: a child starting)."""
+    if not child.iso.isolated:
+        return None
+    try:
+        namespace = os.readlink(f"/proc/{child.job_pid()}/ns/pid")
+        return None if namespace == os.readlink("/proc/self/ns/pid") else namespace
+    except OSError:
+        return None
+
+
+def _job_usage(pgid: int, namespace: str | None) -> tuple[int, int]:
+    """(resident bytes, processes) of the job: every process of its PID namespace, else of its process group.
+    The process count is what bounds a fork bomb when the child runs as root (the kernel does not apply
+    RLIMIT_NPROC to root)."""
     total = procs = 0
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
-            with open(f"/proc/{pid}/stat") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            if int(fields[2]) != pgid:  # fields after "(comm)": state ppid pgrp ...
-                continue
+            if namespace is not None:
+                if os.readlink(f"/proc/{pid}/ns/pid") != namespace:
+                    continue
+            else:
+                with open(f"/proc/{pid}/stat") as fh:
+                    fields = fh.read().rsplit(")", 1)[1].split()
+                if int(fields[2]) != pgid:  # fields after "(comm)": state ppid pgrp ...
+                    continue
             procs += 1
             with open(f"/proc/{pid}/statm") as fh:
                 total += int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -169,11 +193,11 @@ def _group_usage(pgid: int) -> tuple[int, int]:
     return total, procs
 
 
-def _dump_stacks(proc: subprocess.Popen) -> None:
+def _dump_stacks(child: Child) -> None:
     """Ask a hung child for its Python stacks (faulthandler writes them to stderr) before the kill."""
     try:
-        os.killpg(proc.pid, STACKS_SIGNAL)  # the judge and its candidate print their stacks
-        proc.wait(timeout=STACKS_WAIT_S)
+        os.killpg(os.getpgid(child.job_pid()), STACKS_SIGNAL)  # the judge and its candidate print their stacks
+        child.proc.wait(timeout=STACKS_WAIT_S)
     except (OSError, subprocess.TimeoutExpired):
         pass
 
@@ -190,7 +214,7 @@ def evaluate_in_sandbox(program: str, options: EvalOptions, *, result_id: str, r
     """Evaluate `program` (the text of one dataset row) in a fresh sandboxed subprocess. Setting `cancel` kills
     the job's process group; the result is then `crashed` with the flag `cancelled`."""
     started = time.monotonic()
-    sha = hashlib.sha256(program.encode("utf-8", errors="surrogatepass")).hexdigest()
+    sha = program_sha256(program)
     child: Child | None = None
     try:
         if cancel is not None and cancel.is_set():
@@ -199,7 +223,13 @@ def evaluate_in_sandbox(program: str, options: EvalOptions, *, result_id: str, r
             child = POOL.take(options)
             path = child.work / "program.py"
             path.write_text(program, encoding="utf-8", errors="surrogatepass")
-            verdict = _run_child(child, path, options, _cache_dir(options, sha, child), cancel, gate)
+            shared = Path(options.triton_cache_dir) / sha if options.triton_cache_dir else None
+            cache = child.root / "triton-cache"
+            if shared is not None:
+                triton_cache.seed(shared, cache)
+            verdict = _run_child(child, path, options, cache, cancel, gate)
+            if shared is not None:  # the job's processes are gone: nothing changes the entries while they are read
+                triton_cache.publish(cache, shared)
     except OSError as exc:  # the sandbox itself could not be set up (disk full, no fork): still a verdict
         verdict = RunResult.failed(ErrorType.CRASHED, f"could not start the sandbox: {exc}", flags=["sandbox_error"],
                                    exception=type(exc).__name__)
@@ -209,25 +239,13 @@ def evaluate_in_sandbox(program: str, options: EvalOptions, *, result_id: str, r
     duration = time.monotonic() - started
     verdict.phases_s = {**verdict.phases_s, "harness": round(max(duration - sum(verdict.phases_s.values()), 0.0), 3)}
     verdict.trials = verdict.trials or options.trials
-    verdict.device = verdict.device or {"cpu": "cpu-interpreter"}.get(options.device, options.device)
+    verdict.device = verdict.device or {"cpu": CPU_LABEL}.get(options.device, options.device)
     if not verdict.system:
         verdict.system = collect_system(probe_gpu=False)
+    if not isolation.current().isolated:
+        verdict.flags = [*verdict.flags, NOT_ISOLATED]
+    verdict = RunResult.from_dict(scrub.scrub(verdict.to_dict()))
     return verdict.completed(id=result_id, row_id=row_id, program_sha256=sha, duration_s=duration)
-
-
-def _cache_dir(options: EvalOptions, sha: str, child: Child) -> Path:
-    """The shared cache's folder for this program (`<triton_cache_dir>/<sha256>`), else one inside the job's temp
-    dir; a shared folder that cannot be made falls back to the fresh one."""
-    if options.triton_cache_dir:
-        shared = Path(options.triton_cache_dir) / sha
-        try:
-            shared.mkdir(parents=True, exist_ok=True)
-            return shared
-        except OSError:
-            pass
-    fresh = child.root / "triton-cache"
-    fresh.mkdir(exist_ok=True)
-    return fresh
 
 
 def _cancelled(stage: str, **kw: Any) -> RunResult:
@@ -248,21 +266,29 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
                      "channel_key": key, "gate": gate is not None}, keep_open=gate is not None)
     killed_for: str | None = None
     peak_rss = peak_procs = 0
+    memory_cap = job_memory_cap(options.memory_limit_bytes)
+    if child.cgroup is not None:
+        try:
+            child.cgroup.set_limit(memory_cap)
+        except OSError:  # v1 refuses a cap below what the spare holds already: the RSS watchdog still applies
+            pass
+    namespace = None
     while proc.poll() is None and not channel.done.is_set():  # a verdict in hand: no waiting for the exit
         if cancel is not None and cancel.is_set():
             killed_for = "cancel"
         elif time.monotonic() > sent + options.timeout_s + channel.waited_s():  # waiting for the GPU is free
             killed_for = "timeout"
         else:
-            rss, procs = _group_usage(proc.pid)
+            namespace = namespace or _pid_namespace(child)
+            rss, procs = _job_usage(proc.pid, namespace)
             peak_rss, peak_procs = max(peak_rss, rss), max(peak_procs, procs)
-            if peak_rss > options.memory_limit_bytes:
+            if peak_rss > memory_cap:
                 killed_for = "memory"
             elif peak_procs > options.nproc_extra:
                 killed_for = "processes"
         if killed_for:
             if killed_for == "timeout":
-                _dump_stacks(proc)
+                _dump_stacks(child)
             kill_group(proc.pid)
             proc.wait()
             break
@@ -272,7 +298,13 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
     channel.close_gate()
     for t in (channel, out, err):
         t.join(timeout=5)
-    verdict = _verdict(proc.returncode, killed_for, channel, err, options, peak_rss, peak_procs)
+    if killed_for is None and child.cgroup is not None and channel.result is None and child.cgroup.oom_killed():
+        killed_for = "cgroup_oom"
+    verdict = _verdict(child.returncode(), killed_for, channel, err, options, memory_cap, peak_rss, peak_procs)
+    if "candidate_crashed" in verdict.flags and child.cgroup is not None and child.cgroup.oom_killed():
+        verdict = RunResult.failed(ErrorType.OUT_OF_MEMORY, f"host memory over the job's cap of {memory_cap / 2**20:.0f} "
+                                   f"MiB: its memory cgroup killed the candidate process ({verdict.message})",
+                                   exception="oom_kill", traceback=verdict.traceback, flags=verdict.flags)
     if channel.first_event_at is not None:  # the spare still warming up, or a cold child starting
         verdict.phases_s = {"child_ready": round(channel.first_event_at - sent, 3), **verdict.phases_s}
     if channel.forged:
@@ -281,7 +313,7 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
 
 
 def _verdict(code: int, killed_for: str | None, channel: _Channel, err: _Capture, options: EvalOptions,
-             peak_rss: int, peak_procs: int) -> RunResult:
+             memory_cap: int, peak_rss: int, peak_procs: int) -> RunResult:
     tail = err.text_tail() or None
     if channel.result is not None and killed_for is None:
         try:
@@ -303,7 +335,10 @@ def _verdict(code: int, killed_for: str | None, channel: _Channel, err: _Capture
                                 traceback=tail)
     if killed_for == "memory":
         return RunResult.failed(ErrorType.OUT_OF_MEMORY, f"host memory {peak_rss / 2**20:.0f} MiB over the limit of "
-                                f"{options.memory_limit_bytes / 2**20:.0f} MiB; killed {where}", traceback=tail)
+                                f"{memory_cap / 2**20:.0f} MiB; killed {where}", traceback=tail)
+    if killed_for == "cgroup_oom":
+        return RunResult.failed(ErrorType.OUT_OF_MEMORY, f"host memory over the job's cap of {memory_cap / 2**20:.0f} "
+                                f"MiB (its memory cgroup's OOM kill) {where}", exception="oom_kill", traceback=tail)
     if code < 0:
         sig = _signal_name(-code)
         error_type = ErrorType.TIMEOUT if -code == signal.SIGXCPU else ErrorType.CRASHED

@@ -1,14 +1,17 @@
 """Starting sandbox children, with pre-warmed spares per launch configuration (design §4, "Isolation").
 
-A child is `python -P -m runner.child.main`, started in its own session, with a scrubbed environment and a fresh temp
-dir (`root/work`) as HOME, cwd and TMPDIR. It imports torch and triton (without touching CUDA), then waits for its
-job spec on a private pipe; it runs exactly one job and exits. `ChildPool.take` hands out the oldest spare started
-for the same configuration (scrubbed environment, device mode, visible devices, work root) or starts a child, and
-then starts replacements in the background (`EvalOptions.spares` per configuration: 2, or one per job sharing
-the GPU), so the next job skips process start,
-imports and CUDA warm-up. All children are
-started by one long-lived spawner thread: the child's parent-death signal fires when the thread that started it
-ends. Spares are killed, and their temp dirs removed, by `close_spares()` (registered with atexit)."""
+A child is `python -P -m runner.child.main`, started in its own session, inside the host's operating-system isolation
+(`runner.pool.isolation`: namespaces, a read-only filesystem but for its job folder, capabilities dropped) and its
+own memory cgroup where one can be made (`runner.pool.cgroup`), with an environment built from an allow-list
+(`ENV_ALLOWED`: no token, no cloud key reaches it) and a fresh job folder (`runner.pool.jobdirs`; `root/work` is
+HOME, cwd and TMPDIR). A spare's folder is made when it starts and becomes its job's. It imports torch and
+triton (without touching CUDA), then waits for its job spec on a private pipe; it runs exactly one job and exits.
+`ChildPool.take` hands out the oldest spare started for the same configuration (isolation mode, environment,
+device mode, visible devices, work root, shared cache, write roots) or starts a child, and then starts
+replacements in the background (`EvalOptions.spares` per configuration: 2, or one per job sharing the GPU), so the
+next job skips process start, imports and CUDA warm-up. All children are started by one long-lived spawner
+thread: the child's parent-death signal fires when the thread that started it ends. Spares are killed, and their
+job folders removed, by `close_spares()` (registered with atexit)."""
 
 from __future__ import annotations
 
@@ -20,7 +23,6 @@ import signal
 import site
 import subprocess
 import sys
-import tempfile
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -28,22 +30,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.config import CHILD_ENV, RunnerConfig
+from common.settings import CHILD_ENV, RunnerConfig, load_settings
 from runner.options import EvalOptions
+from runner.pool import isolation, jobdirs
+from runner.pool.cgroup import JobCgroup
+from runner.pool.isolation import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]  # runner/pool/spares.py -> the checkout
-KEEP_ENV = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "OMP_NUM_THREADS",
-            *CHILD_ENV, "MKL_NUM_THREADS", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
-KEEP_PREFIXES = ("TRITON_", "NCCL_", "TORCH_", "PYTORCH_")
-SET_BY_US = ("TRITON_INTERPRET", "TRITON_CACHE_DIR", "TRITON_HOME")
+# the child's environment is built from these names only (a prefix such as TORCH_ would pass TORCH_HUB_TOKEN)
+ENV_ALLOWED = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "OMP_NUM_THREADS",
+               *CHILD_ENV, "MKL_NUM_THREADS", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",
+               "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH", "TRITON_LIBCUDA_PATH",
+               "TRITON_LIBDEVICE_PATH", "TRITON_CUDART_PATH", "TRITON_PRINT_AUTOTUNING", "TORCH_CUDA_ARCH_LIST",
+               "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NVML_BASED_CUDA_CHECK", "CUDA_MODULE_LOADING",
+               "CUDA_DEVICE_ORDER")
 MAX_CONFIGS = 16  # configurations kept warm at once (one per GPU slot is typical); the oldest goes first
 
 
 def base_env(options: EvalOptions) -> dict[str, str]:
     """The child's environment without its per-child paths: the part that decides which spare fits."""
-    env = {k: v for k, v in os.environ.items() if k in KEEP_ENV or k.startswith(KEEP_PREFIXES)}
-    for k in SET_BY_US:
-        env.pop(k, None)
+    env = {k: v for k, v in os.environ.items() if k in ENV_ALLOWED}
     env.update(LANG="C.UTF-8", PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1", PYTHONUSERBASE=site.getuserbase(),
                PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
     env.setdefault("PATH", os.defpath)
@@ -59,15 +64,40 @@ def prewarm_enabled(options: EvalOptions) -> bool:
     return options.prewarm and RunnerConfig.from_env().prewarm
 
 
+def hidden_paths(options: EvalOptions) -> list[str]:
+    """The runner's folders a job must not see (`isolation.plan` hides them): runs dir (with the service's token
+    file), store, shared Triton cache, the folder of all job folders."""
+    settings = load_settings()
+    return [str(p) for p in (settings.runs_dir, settings.store, settings.cache_dir, options.triton_cache_dir,
+                             options.work_root) if p]
+
+
 @dataclass
 class Child:
-    """A started child waiting for its spec; `root` is removed after its job by `discard`."""
+    """A started child waiting for its spec; `root` (and its cgroup) are removed after its job by `discard`."""
 
-    proc: subprocess.Popen
+    proc: subprocess.Popen  # the isolation's outer process (the child itself when not isolated)
     root: Path
     work: Path
     spec_fd: int  # write end of the spec pipe
     result_fd: int  # read end of the result channel
+    iso: isolation.Isolation
+    cgroup: JobCgroup | None
+
+    def returncode(self) -> int:
+        """The child's exit status (negative: the signal that ended it), once `proc` has ended."""
+        return self.iso.returncode(self.proc.returncode)
+
+    def job_pid(self) -> int:
+        """The child's pid as the runner sees it (under the isolation's init when isolated)."""
+        pid = self.proc.pid
+        for _ in range(2 if self.iso.isolated else 0):
+            try:
+                with open(f"/proc/{pid}/task/{pid}/children") as fh:
+                    pid = int(fh.read().split()[0])
+            except (OSError, IndexError, ValueError):
+                break
+        return pid
 
     def send_spec(self, spec: dict[str, Any], keep_open: bool = False) -> None:
         """Hand the child its job (a dead child just never reads it). The spec pipe is closed afterwards unless
@@ -99,6 +129,8 @@ class Child:
             os.close(self.result_fd)
             self.result_fd = -1
         shutil.rmtree(self.root, ignore_errors=True)
+        if self.cgroup is not None:
+            self.cgroup.remove()
 
 
 def kill_group(pgid: int) -> None:
@@ -110,16 +142,20 @@ def kill_group(pgid: int) -> None:
 
 def start_child(options: EvalOptions) -> Child:
     """Start one child (call from the spawner thread: its parent-death signal is tied to that thread)."""
-    root = Path(tempfile.mkdtemp(prefix="tlx-run-", dir=options.work_root))
+    iso = isolation.current()
+    root = jobdirs.make_job_dir(options.work_root)
     work = root / "work"
+    job_cgroup = JobCgroup.create(iso.cgroups)
     spec_r = spec_w = result_r = result_w = -1
     try:
-        work.mkdir()
         env = {**base_env(options), "HOME": str(work), "TMPDIR": str(work), "TRITON_HOME": str(work)}
         spec_r, spec_w = os.pipe()
         result_r, result_w = os.pipe()
-        cmd = [sys.executable, "-P", "-m", "runner.child.main", "--spec-fd", str(spec_r), "--result-fd", str(result_w),
-               "--parent-pid", str(os.getpid())]
+        parent = isolation.INNER_PARENT_PID if iso.isolated else os.getpid()
+        cmd = iso.wrap([sys.executable, "-P", "-m", "runner.child.main", "--spec-fd", str(spec_r), "--result-fd",
+                        str(result_w), "--parent-pid", str(parent)], root, hidden_paths(options), options.write_roots)
+        if job_cgroup is not None:
+            cmd = job_cgroup.enter_command(cmd)
         proc = subprocess.Popen(cmd, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, pass_fds=(spec_r, result_w), start_new_session=True)
     except BaseException:
@@ -127,12 +163,14 @@ def start_child(options: EvalOptions) -> Child:
             if fd >= 0:
                 os.close(fd)
         shutil.rmtree(root, ignore_errors=True)
+        if job_cgroup is not None:
+            job_cgroup.remove()
         raise
     finally:
         for fd in (spec_r, result_w):
             if fd >= 0:
                 os.close(fd)
-    return Child(proc, root, work, spec_w, result_r)
+    return Child(proc, root, work, spec_w, result_r, iso, job_cgroup)
 
 
 class ChildPool:
@@ -147,7 +185,8 @@ class ChildPool:
 
     @staticmethod
     def key(options: EvalOptions) -> tuple:
-        return options.work_root, tuple(sorted(base_env(options).items()))
+        return (isolation.current().mode, options.work_root, options.triton_cache_dir, options.write_roots,
+                tuple(sorted(base_env(options).items())))
 
     def take(self, options: EvalOptions) -> Child:
         """A child for one job: the oldest live spare (the warmest), else a new one; refills when prewarming."""

@@ -37,14 +37,19 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from common.hardware import result_device
+from common.program_hash import is_utf8
 from common.results_log import ResultsLog, default_writer
-from runner.config import DEFAULT_PORT, RunnerConfig
+from common.row_id import BadRowId, check_row_id
+from common.settings import DEFAULT_PORT, RunnerConfig, load_settings
+from runner.pool import isolation, scrub
 from runner.pool.gate import gates_report
+from runner.pool.slots import Slot, make_slots
 from runner.result import RunResult
 from runner.rows import RowNotFound, StoreUnavailable, load_program
-from runner.service.http import BadRequest, Limits, check_row_id, make_server
-from runner.service.jobs import JobStore
-from runner.service.workers import Evaluator, Slot, WorkerPool, make_slots, sandbox_evaluator
+from runner.service.http import BadRequest, Limits, make_server
+from runner.service.jobs import STATES, Job, JobStore
+from runner.service.workers import Evaluator, WorkerPool, sandbox_evaluator
 from runner.spec import RunSpec
 
 MAX_TIMEOUT_S = 3600.0
@@ -62,26 +67,24 @@ def is_loopback(host: str) -> bool:
 
 
 def parse_options(body: dict[str, Any], has_gpu: bool) -> tuple[RunSpec, bool]:
-    """Validate the option fields of a POST /jobs body -> (evaluation options with defaults filled, force)."""
+    """The option fields of a POST /jobs body -> (run settings with defaults filled, force). `RunSpec` checks the
+    settings (`runner.options.check_settings`); the service adds what only it decides: `auto` and `cuda` against
+    its GPUs, and caps on what one untrusted job may ask for."""
     device = body.get("device", "auto")
-    if device not in ("auto", "cuda", "cpu"):
-        raise BadRequest(400, f"device must be 'auto', 'cuda' or 'cpu', not {device!r}")
     if device == "cuda" and not has_gpu:
         raise BadRequest(400, "device 'cuda' asked, but this runner has no GPU")
-    timeout_s, trials = body.get("timeout_s"), body.get("trials")
-    if timeout_s is not None and (
-        isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0 < timeout_s <= MAX_TIMEOUT_S
-    ):
-        raise BadRequest(400, f"timeout_s must be a number in (0, {MAX_TIMEOUT_S:g}], not {timeout_s!r}")
-    if trials is not None and (isinstance(trials, bool) or not isinstance(trials, int) or not 1 <= trials <= MAX_TRIALS):
-        raise BadRequest(400, f"trials must be an integer in [1, {MAX_TRIALS}], not {trials!r}")
     if device == "auto":
         device = "cuda" if has_gpu else "cpu"
     try:
-        options = RunSpec.build(device, timeout_s=timeout_s, trials=trials, profile=body.get("profile"),
-                                atol=body.get("atol"), rtol=body.get("rtol"), inputs_device=body.get("inputs_device"))
+        options = RunSpec.build(device, timeout_s=body.get("timeout_s"), trials=body.get("trials"),
+                                profile=body.get("profile"), atol=body.get("atol"), rtol=body.get("rtol"),
+                                inputs_device=body.get("inputs_device"))
     except (ValueError, TypeError) as e:
         raise BadRequest(400, str(e)) from None
+    if options.timeout_s > MAX_TIMEOUT_S:
+        raise BadRequest(400, f"timeout_s must be at most {MAX_TIMEOUT_S:g}, not {options.timeout_s:g}")
+    if options.trials > MAX_TRIALS:
+        raise BadRequest(400, f"trials must be at most {MAX_TRIALS}, not {options.trials}")
     force = body.get("force", False)
     if not isinstance(force, bool):
         raise BadRequest(400, f"force must be true or false, not {force!r}")
@@ -105,8 +108,10 @@ class RunnerService:
     def start(self) -> dict[str, int]:
         """Recover what a dead service left running, then start the workers."""
 
-        def gave_up(job) -> RunResult:
-            return job.crashed(f"the runner service died {job.attempts} times while running this job")
+        def gave_up(job: Job) -> dict[str, Any]:
+            return RunResult.crashed(f"the runner service died {job.attempts} times while running this job",
+                                     job.options, id=job.result_id, row_id=job.row_id,
+                                     program_sha256=job.program_sha256).to_dict()
 
         requeued, crashed = self.jobs.recover(gave_up)
         for result in crashed:
@@ -134,7 +139,7 @@ class RunnerService:
         return {
             "status": "ok",
             "hostname": socket.gethostname(),
-            "device": "cuda" if self.has_gpu else "cpu-interpreter",
+            "device": result_device("cuda" if self.has_gpu else "cpu"),
             "gpus": [s.gpu_name for s in self.slots if s.device == "cuda"],
             "versions": versions,
             "queue_length": counts["queued"],
@@ -143,6 +148,7 @@ class RunnerService:
             "workers": [{"name": s.name, "device": s.device, "job": running.get(s.name)} for s in self.slots],
             "gpu_gates": gates_report(),  # per GPU: seconds held by jobs (busy) and timing, and their fractions
             "uptime_s": round(time.time() - self.started_at, 1),
+            "isolation": isolation.current().describe(),  # mode "none": every result is flagged not_isolated
         }
 
     def submit(self, body: Any) -> tuple[int, dict[str, Any]]:
@@ -158,21 +164,37 @@ class RunnerService:
         if row_id is not None:
             try:
                 program = load_program(self.store, check_row_id(row_id))
+            except BadRowId as e:
+                raise BadRequest(400, str(e)) from None
             except RowNotFound as e:
                 raise BadRequest(404, str(e)) from None
             except StoreUnavailable as e:
                 raise BadRequest(503, str(e)) from None
         elif not isinstance(program, str) or not program.strip():
             raise BadRequest(400, "program must be a non-empty string")
+        elif not is_utf8(program):  # a lone surrogate ("\ud800") that JSON can carry
+            raise BadRequest(400, "program must be valid UTF-8 text (it holds a lone surrogate)")
         job, created = self.jobs.submit(program, options, row_id=row_id, force=force)
         if created:
             self.pool.wake()
         return (201 if created else 200), {"id": job.id, "state": job.state, "created": created}
 
+    def job(self, job_id: str) -> dict[str, Any]:
+        job = self.jobs.get(job_id)
+        if job is None:
+            raise BadRequest(404, f"no job {job_id!r:.80}")
+        return job.summary()
+
+    def recent(self, limit: int, state: str | None) -> list[dict[str, Any]]:
+        """The newest `limit` jobs, of one state if given."""
+        if state is not None and state not in STATES:
+            raise BadRequest(400, f"unknown state {state!r:.40}")
+        return [job.summary() for job in self.jobs.recent(limit, state)]
+
     def cancel(self, job_id: str) -> dict[str, Any]:
         job = self.jobs.cancel(job_id)
         if job is None:
-            raise BadRequest(404, f"no job {job_id!r}")
+            raise BadRequest(404, f"no job {job_id!r:.80}")
         self.pool.cancel_running(job_id)
         return job.summary()
 
@@ -185,6 +207,7 @@ def resolve_token(host: str, runs_dir: Path) -> str:
     if not is_loopback(host):
         raise SystemExit(f"serve: refusing to listen on non-loopback host {host!r} without TLX_RUNNER_TOKEN")
     token = secrets.token_urlsafe(32)
+    scrub.register(token)  # not in the environment, where scrub finds the others: results never carry it
     path = runs_dir / "runner.token"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
@@ -204,7 +227,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="auto: one worker per visible GPU, else CPU interpreter workers")
     parser.add_argument("--cpu-workers", type=int, default=1, help="interpreter workers when there is no GPU")
     parser.add_argument("--jobs-per-gpu", type=int, default=None,
-                        help="jobs sharing each GPU, timed one at a time (default TLX_RUNNER_JOBS_PER_GPU or 4)")
+                        help="jobs sharing each GPU, timed one at a time (default TLX_RUNNER_JOBS_PER_GPU, "
+                             "else min(6, cores / 2))")
     parser.add_argument("--grace", type=float, default=10.0, help="seconds running jobs get on shutdown")
     http = Limits()
     parser.add_argument("--idle-timeout", type=float, default=http.idle_timeout_s,
@@ -216,8 +240,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from common.settings import load_settings  # stdlib-only
-
     settings = load_settings()
     runs_dir = (args.runs_dir or settings.runs_dir).expanduser()
     runs_dir.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TlxError
-from runner.config import RunnerConfig
+from common.settings import RunnerConfig, load_settings
 from runner.spec_args import add_spec_arguments, spec_fields
 
 FINAL_STATES = ("done", "cancelled")
@@ -121,8 +121,6 @@ def resolve_token(runs_dir: Path | None = None) -> str | None:
     if token:
         return token
     if runs_dir is None:
-        from common.settings import load_settings  # stdlib-only module
-
         runs_dir = load_settings().runs_dir
     path = Path(runs_dir) / "runner.token"
     return path.read_text().strip() if path.is_file() else None

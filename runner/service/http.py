@@ -13,6 +13,9 @@ library itself refuses (a malformed request line, too many headers, an unknown m
   gets a 503 at once instead of a thread;
 - keep-alive: a response that leaves a request's body unread (a 401, say) closes the connection, so the body can
   never be read as the next request.
+
+The handler parses and routes; what a request does is the service's (`Service`, which
+`runner.service.app.RunnerService` implements): this module imports nothing of the service's.
 """
 
 from __future__ import annotations
@@ -26,20 +29,16 @@ import time
 import traceback
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from common.errors import TlxError
-
-if TYPE_CHECKING:
-    from runner.service.app import RunnerService
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 MAX_JSON_DEPTH = 16
 LISTEN_BACKLOG = 1024
 LINGER_S = 1.0
 
-ROW_ID = re.compile(r"(train|test)/[0-9]{6}")
 _ASCII_INT = re.compile(r"[0-9]{1,12}")
 _JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"', re.DOTALL)
 _NOT_A_BRACKET = re.compile(r"[^\[\]{}]++")
@@ -67,12 +66,15 @@ def ascii_int(text: str | None) -> int | None:
     return int(text) if text is not None and _ASCII_INT.fullmatch(text) else None
 
 
-def check_row_id(row_id: Any) -> str:
-    """`row_id` if it matches `^(train|test)/[0-9]{6}$` in ASCII; BadRequest(400) otherwise."""
-    if not isinstance(row_id, str) or not ROW_ID.fullmatch(row_id):
-        raise BadRequest(400, f"row_id must be 'train/' or 'test/' and six ASCII digits, e.g. 'train/000123', "
-                              f"not {row_id!r:.80}")
-    return row_id
+class Service(Protocol):
+    """What the handler asks of the service; each method answers a JSON-ready dict or raises BadRequest."""
+
+    def health(self) -> dict[str, Any]: ...
+    def authorized(self, header: str | None) -> bool: ...
+    def submit(self, body: Any) -> tuple[int, dict[str, Any]]: ...
+    def job(self, job_id: str) -> dict[str, Any]: ...
+    def recent(self, limit: int, state: str | None) -> list[dict[str, Any]]: ...
+    def cancel(self, job_id: str) -> dict[str, Any]: ...
 
 
 def nesting_depth(text: str, limit: int) -> int:
@@ -106,7 +108,7 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     default_request_version = "HTTP/1.0"  # not 0.9: answers to a malformed request line keep their status line
     timeout: float  # StreamRequestHandler sets it on the socket (every read and write); set by `make_server`
-    service: RunnerService  # set on the subclass built in `make_server`
+    service: Service  # set on the subclass built in `make_server`
     server: RunnerHTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -214,10 +216,7 @@ class Handler(BaseHTTPRequestHandler):
         if len(parts) == 2 and parts[0] == "jobs" and method in ("GET", "DELETE"):
             if method == "DELETE":
                 return self._send(200, self.service.cancel(parts[1]))
-            job = self.service.jobs.get(parts[1])
-            if job is None:
-                raise BadRequest(404, f"no job {parts[1]!r:.80}")
-            return self._send(200, job.summary())
+            return self._send(200, self.service.job(parts[1]))
         if parts in (["health"], ["jobs"]) or (len(parts) == 2 and parts[0] == "jobs"):
             raise BadRequest(405, f"{method} not allowed on {url.path:.80}")
         raise BadRequest(404, f"no such endpoint: {url.path:.80}")
@@ -227,10 +226,7 @@ class Handler(BaseHTTPRequestHandler):
         limit = ascii_int(raw_limit)
         if limit is None or not 1 <= limit <= 1000:
             raise BadRequest(400, f"limit must be an integer in [1, 1000] in ASCII digits, not {raw_limit!r:.40}")
-        state = query.get("state", [None])[-1]
-        if state not in (None, "queued", "running", "done", "cancelled"):
-            raise BadRequest(400, f"unknown state {state!r:.40}")
-        return [j.summary() for j in self.service.jobs.recent(limit, state)]
+        return self.service.recent(limit, query.get("state", [None])[-1])
 
     def do_GET(self) -> None:  # stdlib naming
         self._dispatch("GET")
@@ -393,6 +389,6 @@ class RunnerHTTPServer(ThreadingHTTPServer):
         self.watchdog.stop()
 
 
-def make_server(service: RunnerService, host: str, port: int, limits: Limits = Limits()) -> RunnerHTTPServer:
+def make_server(service: Service, host: str, port: int, limits: Limits = Limits()) -> RunnerHTTPServer:
     handler = type("BoundHandler", (Handler,), {"service": service, "timeout": limits.idle_timeout_s})
     return RunnerHTTPServer((host, port), handler, limits)

@@ -14,7 +14,6 @@ restarts and store changes. States: `queued` -> `running` -> `done`, or `cancell
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import threading
@@ -25,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.result import RunResult
+from common.program_hash import program_sha256
 from runner.spec import RunSpec
 
 STATES = ("queued", "running", "done", "cancelled")
@@ -56,10 +55,6 @@ _COLUMNS = (
     "id, key, row_id, program_sha256, program, options_json, state, attempts, result_json, "
     "created_at, started_at, finished_at, worker"
 )
-
-
-def program_sha256(program: str) -> str:
-    return hashlib.sha256(program.encode("utf-8")).hexdigest()
 
 
 def job_key(program_hash: str, spec: RunSpec, row_id: str | None = None) -> str:
@@ -99,11 +94,10 @@ class Job:
             "result": self.result,
         }
 
-    def crashed(self, message: str, duration_s: float = 0.0, **kw: Any) -> RunResult:
-        """The `crashed` result of this job when its evaluation produced no verdict."""
-        return RunResult.crashed(message, id=self.row_id or self.program_sha256, row_id=self.row_id,
-                                 program_sha256=self.program_sha256, device=self.options.result_device,
-                                 duration_s=duration_s, **kw).stamped(self.options)
+    @property
+    def result_id(self) -> str:
+        """The `id` of this job's result: its row id, else its program's hash."""
+        return self.row_id or self.program_sha256
 
 
 def _job(row: tuple) -> Job:
@@ -182,13 +176,14 @@ class JobStore:
                 (time.time(), worker),
             )
 
-    def finish(self, job_id: str, result: RunResult) -> bool:
-        """Store the result of a running job; False (result discarded) if it was cancelled meanwhile."""
+    def finish(self, job_id: str, result: dict[str, Any]) -> bool:
+        """Store the result (`RunResult.to_dict()`) of a running job; False (result discarded) if it was cancelled
+        meanwhile."""
         with self._lock:
             cur = self._db.execute(
                 "UPDATE jobs SET state = 'done', result_json = ?, finished_at = ? "
                 "WHERE id = ? AND state = 'running'",
-                (json.dumps(result.to_dict(), default=str), time.time(), job_id),
+                (json.dumps(result, default=str), time.time(), job_id),
             )
             return cur.rowcount == 1
 
@@ -212,7 +207,7 @@ class JobStore:
             )
             return self._one(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,))  # noqa: S608
 
-    def recover(self, crashed_result: Callable[[Job], RunResult]) -> tuple[int, list[RunResult]]:
+    def recover(self, crashed_result: Callable[[Job], dict[str, Any]]) -> tuple[int, list[dict[str, Any]]]:
         """Requeue jobs left running by a dead service; finish those started `max_attempts` times with
         `crashed_result(job)`. Returns (jobs requeued, crashed results stored)."""
         requeued, crashed = 0, []
@@ -227,7 +222,7 @@ class JobStore:
                         result = crashed_result(job)
                         self._db.execute(
                             "UPDATE jobs SET state = 'done', result_json = ?, finished_at = ? WHERE id = ?",
-                            (json.dumps(result.to_dict(), default=str), time.time(), job.id),
+                            (json.dumps(result, default=str), time.time(), job.id),
                         )
                         crashed.append(result)
                     else:
@@ -245,11 +240,6 @@ class JobStore:
     def get(self, job_id: str) -> Job | None:
         with self._lock:
             return self._one(f"SELECT {_COLUMNS} FROM jobs WHERE id = ?", (job_id,))  # noqa: S608
-
-    def state(self, job_id: str) -> str | None:
-        with self._lock:
-            row = self._db.execute("SELECT state FROM jobs WHERE id = ?", (job_id,)).fetchone()
-        return row[0] if row else None
 
     def recent(self, limit: int = 50, state: str | None = None) -> list[Job]:
         with self._lock:

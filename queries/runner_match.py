@@ -1,0 +1,17 @@
+"""Does a runner service resolve row ids from this store? Its jobs name a row and the hash of the program it ran;
+a row whose hash differs from this store's was read from another store (or an older build of this one)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from queries.db import connect
+
+
+def mismatched_rows(store: Path | str, jobs: list[dict]) -> list[str]:
+    """Row ids of `jobs` (the runner's `GET /jobs` summaries) that this store holds with another program."""
+    ran = {j["row_id"]: j.get("program_sha256") for j in jobs if j.get("row_id") and j.get("program_sha256")}
+    if not ran:
+        return []
+    held = connect(store).execute("row_hashes", {"ids": sorted(ran)}).to_pylist()
+    return [r["id"] for r in held if r["program_sha256"] and r["program_sha256"] != ran[r["id"]]]

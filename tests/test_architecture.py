@@ -1,0 +1,221 @@
+"""The house rules of docs/ARCHITECTURE.md, kept by tests.
+
+Imports (every `import` of every module of common/, queries/, runner/, ui/, pages/, at module level and inside
+functions, `TYPE_CHECKING` blocks included, read with `ast`):
+- no circle between modules;
+- `common` imports the standard library and `common` only;
+- `queries` imports nothing of `runner`, `ui` or `pages`; `runner` nothing of `ui` or `pages`;
+- `runner` imports `queries` in one module, `runner/rows.py`;
+- the runner's wings: `child` imports no `pool`, `service` or `bulk` module but the gate, `pool` no `service` or
+  `bulk`, and `service` and `bulk` not each other.
+
+Docs, in the manner of datasette's: every `TLX_*` variable the code reads and every subcommand of
+`python -m queries` / `python -m runner` is named in README.md or docs/, and the docs name none the code lacks.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("common", "queries", "runner", "ui", "pages")
+RUNNER_DOOR_TO_QUERIES = "runner.rows"
+CHILD_REACHES_INTO_POOL = {"runner.pool.gate"}  # the gate's child side (`ChildGate`) lives beside the parent's
+# runner wing -> the wings it may not import: the child stands alone, the pool serves the service and bulk
+WING_BARRIERS = {
+    "runner.child": ("runner.pool", "runner.service", "runner.bulk"),
+    "runner.pool": ("runner.service", "runner.bulk"),
+    "runner.service": ("runner.bulk",),
+    "runner.bulk": ("runner.service",),
+}
+
+
+def module_names(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
+    """Dotted module name -> file, for every .py under the packages (a package's `__init__` is the package)."""
+    modules = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            modules[".".join(parts)] = path
+    return modules
+
+
+def imports_of(name: str, path: Path) -> list[tuple[str, str | None]]:
+    """Every import in the file of module `name`: (module, None) for `import module`, (module, name) for
+    `from module import name` (relative ones made absolute)."""
+    is_package = path.name == "__init__.py"
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, None) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: from the module's package
+                parts = name.split(".")
+                base = parts[: len(parts) - node.level + is_package]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found += [(target, alias.name) for alias in node.names]
+    return found
+
+
+def import_graph(root: Path, packages: tuple[str, ...] = PACKAGES) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """(module -> the project modules it imports, module -> the top-level names of everything it imports)."""
+    modules = module_names(root, packages)
+    graph, tops = {}, {}
+    for name, path in modules.items():
+        found = imports_of(name, path)
+        tops[name] = {target.split(".")[0] for target, _ in found if target}
+        graph[name] = set()
+        for target, member in found:
+            if member is not None and f"{target}.{member}" in modules:  # `from runner.child import timing`
+                target = f"{target}.{member}"
+            while target and target not in modules:  # `from a.b import function`: the module a.b
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                graph[name].add(target)
+    return graph, tops
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles: strongly connected components of more than one module (Tarjan's algorithm)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def violations(graph: dict[str, set[str]], tops: dict[str, set[str]]) -> list[str]:
+    """Imports that break the layering rules (the module docstring's list), as readable lines."""
+    stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    bad = []
+    for module, targets in sorted(graph.items()):
+        wing = module.split(".")[0]
+        if wing == "common":
+            bad += [f"{module} imports {top} (common: stdlib only)" for top in sorted(tops[module] - stdlib - {"common"})]
+        for target in sorted(targets):
+            side = target.split(".")[0]
+            if wing in ("common", "queries", "runner") and side in ("ui", "pages"):
+                bad.append(f"{module} imports {target} (the read side and the runner never import the UI)")
+            if wing == "queries" and side == "runner":
+                bad.append(f"{module} imports {target} (queries never imports runner)")
+            if wing == "runner" and side == "queries" and module != RUNNER_DOOR_TO_QUERIES:
+                bad.append(f"{module} imports {target} (runner imports queries only in {RUNNER_DOOR_TO_QUERIES})")
+            room = ".".join(module.split(".")[:2])
+            barred = WING_BARRIERS.get(room, ())
+            if target.startswith(barred) and not (room == "runner.child" and target in CHILD_REACHES_INTO_POOL):
+                bad.append(f"{module} imports {target} ({room} may not import {', '.join(barred)})")
+    return bad
+
+
+def test_no_import_circles():
+    graph, _ = import_graph(ROOT)
+    assert len(graph) > 80, "the walk found too few modules"
+    assert cycles(graph) == []
+
+
+def test_imports_follow_the_layers():
+    assert violations(*import_graph(ROOT)) == []
+
+
+def test_the_checks_catch_what_they_are_for(tmp_path):
+    """The graph sees function-level, TYPE_CHECKING and relative imports; each rule fires on a breach."""
+    files = {
+        "common/__init__.py": "",
+        "common/a.py": "import json\nimport pyarrow\n",
+        "queries/__init__.py": "",
+        "queries/q.py": "def f():\n    from runner.r import g\n",
+        "runner/__init__.py": "",
+        "runner/r.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .s import S\ndef g():\n"
+                       "    import queries.q\n",
+        "runner/s.py": "from runner import r\n",
+        "runner/child/__init__.py": "", "runner/child/c.py": "from runner.pool import gate, sandbox\n",
+        "runner/pool/__init__.py": "", "runner/pool/gate.py": "", "runner/pool/sandbox.py": "",
+        "runner/rows.py": "from queries import q\n",
+        "ui/__init__.py": "", "pages/__init__.py": "",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    graph, tops = import_graph(tmp_path)
+    assert graph["runner.r"] == {"runner.s", "queries.q"} and graph["runner.s"] == {"runner.r"}
+    assert sorted(cycles(graph)) == [["queries.q", "runner.r", "runner.s"]]
+    assert violations(graph, tops) == [
+        "common.a imports pyarrow (common: stdlib only)",
+        "queries.q imports runner.r (queries never imports runner)",
+        "runner.child.c imports runner.pool.sandbox (runner.child may not import runner.pool, runner.service, "
+        "runner.bulk)",
+        "runner.r imports queries.q (runner imports queries only in runner.rows)",
+    ]
+
+
+# -- docs ------------------------------------------------------------------------------------------------------
+TLX_VARIABLE = re.compile(r"\bTLX_[A-Z0-9]+(?:_[A-Z0-9]+)*\b(?!_)")  # not a prefix such as `TLX_RUNNER_*`
+COMMAND_IN_DOCS = re.compile(r"python -m (queries|runner) ([a-z][a-z0-9-]*)")
+
+
+def docs_text() -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
+
+
+def code_files() -> list[Path]:
+    """What reads the environment: the packages, the app, scripts and the container's files (not the tests)."""
+    files = [p for package in PACKAGES for p in (ROOT / package).rglob("*.py")]
+    files += [ROOT / "app.py", ROOT / "Dockerfile", *(ROOT / "scripts").glob("*.py"), *(ROOT / "scripts").glob("*.sh")]
+    return [p for p in files if p.is_file()]
+
+
+def subcommands(package: str) -> set[str]:
+    """The subcommands `python -m <package> --help` lists."""
+    out = subprocess.run([sys.executable, "-m", package, "--help"], capture_output=True, text=True, cwd=ROOT,
+                         timeout=120, check=True).stdout
+    match = re.search(r"\{([a-z0-9,-]+)\}", out)
+    assert match, f"no subcommands in `python -m {package} --help`:\n{out}"
+    return set(match.group(1).split(","))
+
+
+def test_every_tlx_variable_is_documented_and_no_other():
+    in_code = {m for p in code_files() for m in TLX_VARIABLE.findall(p.read_text(encoding="utf-8"))}
+    in_docs = set(TLX_VARIABLE.findall(docs_text()))
+    assert len(in_code) > 10, "the scan found too few variables"
+    assert sorted(in_code - in_docs) == [], "read by the code, named in no doc"
+    assert sorted(in_docs - in_code) == [], "named in the docs, read by no code"
+
+
+@pytest.mark.parametrize("package", ["queries", "runner"])
+def test_every_cli_subcommand_is_documented_and_no_other(package):
+    in_docs = {command for pkg, command in COMMAND_IN_DOCS.findall(docs_text()) if pkg == package}
+    in_code = subcommands(package)
+    assert sorted(in_code - in_docs) == [], f"`python -m {package}` commands no doc names"
+    assert sorted(in_docs - in_code) == [], f"`python -m {package}` commands the docs name that do not exist"

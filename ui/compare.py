@@ -1,0 +1,88 @@
+"""Two candidates side by side (the Compare page): their facts in one table, the ratio of their times, and the
+picker that opens a comparison from a problem's leaderboard."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import streamlit as st
+
+from ui import links, verdict
+from ui.labels import error_name
+
+
+def _present(value) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def _num(value, fmt: str, suffix: str = "") -> str:
+    return f"{value:{fmt}}{suffix}" if _present(value) else "—"
+
+
+def latest_run(detail, fresh: dict | None = None) -> dict | None:
+    """The run a comparison shows: one just finished in this session, else the newest in the results log."""
+    if fresh is not None:
+        return fresh
+    return detail.runs.slice(0, 1).to_pylist()[0] if detail.runs.num_rows else None
+
+
+def _verdict(run: dict | None) -> str:
+    if run is None:
+        return "never re-run"
+    return "correct" if run.get("status") == "ok" else f"failed: {error_name(run.get('error_type') or 'unknown')}"
+
+
+def facts(detail, run: dict | None, unit: str) -> dict[str, str]:
+    """What a reader compares about one candidate, as text (both columns of the table share the names)."""
+    meta = detail.meta
+    run = run or {}
+    return {
+        "row": str(meta.get("id")),
+        "problem": str(meta.get("title") or meta.get("problem_key")),
+        f"label ({unit})": _num(meta.get("y"), ".4g"),
+        "kernels": str(meta.get("n_kernels", len(detail.parsed.kernels))),
+        "kernel names": ", ".join(k.name for k in detail.parsed.kernels) or "—",
+        "autotuned": "yes" if meta.get("autotuned") else "no",
+        "candidate (chars)": _num(meta.get("cand_chars"), ",d"),
+        "static finding": error_name(meta.get("static_error")),
+        "latest verdict": _verdict(run or None),
+        "profile": str(run.get("profile") or "—"),
+        "GPU / device": str(run.get("gpu") or run.get("device") or "—"),
+        "ModelNew median": _num(run.get("median_ms"), ".4g", " ms"),
+        "ModelNew spread": verdict.spread(run) or "—",
+        "Model (eager) median": _num(run.get("ref_median_ms"), ".4g", " ms"),
+        "speedup vs reference": _num(run.get("speedup"), ".3g", "×"),
+        "finished": str(run.get("finished_at") or "—"),
+    }
+
+
+def facts_frame(a: dict[str, str], b: dict[str, str]) -> pd.DataFrame:
+    return pd.DataFrame({"": list(a), "A": list(a.values()), "B": [b[k] for k in a]})
+
+
+def ratios(a_meta: dict, b_meta: dict, a_run: dict | None, b_run: dict | None) -> list[str]:
+    """B against A: label ratio, and measured ratio where both have a median (same-machine only if both ran
+    under one runner)."""
+    notes = []
+    ya, yb = a_meta.get("y"), b_meta.get("y")
+    if _present(ya) and _present(yb) and ya > 0:
+        notes.append(f"label: B takes {yb / ya:.3g}× A's time")
+    ma, mb = (a_run or {}).get("median_ms"), (b_run or {}).get("median_ms")
+    if _present(ma) and _present(mb) and ma > 0:
+        same = (a_run or {}).get("gpu") == (b_run or {}).get("gpu") and a_run.get("profile") == b_run.get("profile")
+        notes.append(f"measured: B takes {mb / ma:.3g}× A's time" + ("" if same else " (different GPU or profile)"))
+    return notes
+
+
+def compare_picker(ids: list[str], *, key: str) -> None:
+    """Two selectboxes over a leaderboard's rows and a link to their comparison (the leaderboard's own selection
+    opens one row)."""
+    if len(ids) < 2:
+        return
+    with st.expander("Compare two candidates"):
+        cols = st.columns([2, 2, 1])
+        a = cols[0].selectbox("A", ids, index=0, key=f"{key}::a")
+        b = cols[1].selectbox("B", ids, index=1, key=f"{key}::b")
+        cols[2].page_link(links.page_file("compare"), label="Compare", icon=":material/compare_arrows:",
+                          query_params={"a": a, "b": b}, disabled=a == b)
