@@ -54,7 +54,7 @@ def rerun_both_panel(a: str, b: str, cfg) -> dict[str, dict]:
         if any(job["state"] not in ("done", "cancelled") for job in jobs.values()):
             _poll(client, a, b)
             return {}
-    from queries.results import flatten_result
+    from common.results_log import flatten_result
 
     return {row_id: flatten_result(job["result"], "(this session)", 0) | {"job_id": job["id"]}
             for row_id, job in jobs.items() if job.get("result")}
