@@ -199,9 +199,19 @@ class CandidateProcess:
             return None
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
+        """End the candidate. In the job's isolation the judge may not signal another user's process (no
+        CAP_KILL): closing the link ends it then (its answer loop reads end of file), and its parent-death signal
+        and the job's PID namespace end it at the latest with the judge."""
+        if self.proc.poll() is not None:
+            return
+        try:
             self.proc.kill()
-            self.proc.wait()
+        except PermissionError:
+            self.sock.close()
+        try:
+            self.proc.wait(EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            pass
 
     def finish(self) -> list[str]:
         """Ask for the candidate's own flags and end it."""
