@@ -119,7 +119,9 @@ RUN_COLUMNS: tuple[tuple[str, str], ...] = (
     ("correct_trials", "int64"), ("trials", "int64"), ("max_abs_diff", "float64"), ("max_rel_diff", "float64"),
     ("median_ms", "float64"), ("mean_ms", "float64"), ("std_ms", "float64"), ("min_ms", "float64"),
     ("max_ms", "float64"), ("p10_ms", "float64"), ("p90_ms", "float64"), ("timing_n", "int64"), ("ref_median_ms", "float64"), ("speedup", "float64"),
-    ("flags", "list<string>"), ("method", "string"), ("profile", "string"), ("atol", "float64"),
+    ("flags", "list<string>"), ("launches_checked", "bool"), ("triton_share", "float64"),
+    ("triton_launches", "int64"), ("triton_ms", "float64"), ("other_launches", "int64"), ("other_ms", "float64"),
+    ("top_kernels", "string"), ("method", "string"), ("profile", "string"), ("atol", "float64"),
     ("rtol", "float64"), ("tolerance_passed", "float64"), ("device", "string"), ("gpu", "string"),
     ("program_sha256", "string"), ("duration_s", "float64"), ("finished_at", "string"),
     ("results_file", "string"), ("line", "int64"),
@@ -163,6 +165,8 @@ def flatten_result(obj: dict, results_file: str, line: int) -> dict:
     become null, so a damaged line cannot break the table."""
     timing, ref_timing = _mapping(obj.get("timing")), _mapping(obj.get("ref_timing"))
     system, method = _mapping(obj.get("system")), _mapping(obj.get("method"))
+    launches = _mapping(obj.get("launches"))  # what ran (design §4); absent in older results: not checked
+    checked = launches.get("checked")
     flags = obj.get("flags")
     if isinstance(flags, dict):
         flags = [name for name, on in flags.items() if on]
@@ -189,6 +193,13 @@ def flatten_result(obj: dict, results_file: str, line: int) -> dict:
         "ref_median_ms": _number(ref_timing.get("median_ms")),
         "speedup": _number(obj.get("speedup")),
         "flags": [str(flag) for flag in flags] if isinstance(flags, list) else [],
+        "launches_checked": checked if isinstance(checked, bool) else None,
+        "triton_share": _number(launches.get("triton_share")) if checked is True else None,
+        "triton_launches": _integer(launches.get("triton_launches")),
+        "triton_ms": _number(launches.get("triton_ms")),
+        "other_launches": _integer(launches.get("other_launches")),
+        "other_ms": _number(launches.get("other_ms")),
+        "top_kernels": _text(launches.get("top_kernels")),
         "method": _text(obj.get("method")),
         "profile": _text(method.get("profile")),
         "atol": _number(method.get("atol")),

@@ -8,7 +8,7 @@ import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from queries.export import ExportError
 from queries.filters import STATUSES, Filters
-from ui import context, data, links, widgets
+from ui import board, context, data, flags, links, widgets
 from ui.text import md
 
 info = context.current_store()
@@ -27,7 +27,9 @@ with cols[2]:
     status = widgets.choice("Label", list(STATUSES), "status", key="export_status", closed=True)
 with cols[3]:
     problem = widgets.text_param("Problem key", "problem", key="export_problem")
-fastest = st.toggle("Only the fastest correct row per problem", value=links.param("fastest") == "1", key="export_fastest")
+fastest = st.toggle("Only the fastest correct row per problem", value=links.param("fastest") == "1", key="export_fastest",
+                    help="among the ranked candidates: " + board.RANKED_HELP)
+candidates = flags.candidate_toggles("export") if fastest else None
 with_code = st.toggle("Include program text", value=False, key="export_code")
 fmt = st.radio("Format", ["parquet", "jsonl"], horizontal=True, index=1 if links.param("fmt") == "jsonl" else 0,
                key="export_fmt")
@@ -37,7 +39,8 @@ f = Filters(split=split, holdout_group=holdout, status=status, problem_key=probl
 if st.button("Prepare file", type="primary", key="export_prepare"):
     try:
         with st.spinner("Building the file…"):
-            payload = api.export(store, f, fmt, fastest_correct=fastest, include_code=with_code)
+            payload = api.export(store, f, fmt, fastest_correct=fastest, include_code=with_code,
+                                 c=candidates or api.Candidates())
     except ExportError as error:
         st.error(md(error))
         st.stop()
@@ -46,4 +49,6 @@ if st.button("Prepare file", type="primary", key="export_prepare"):
                        mime="application/octet-stream" if fmt == "parquet" else "application/x-ndjson",
                        key="export_download", on_click="ignore")
 links.copy_link("export", split=split, holdout=holdout, status=status, problem=problem,
-                fastest="1" if fastest else None, fmt=fmt if fmt != "parquet" else None)
+                fastest="1" if fastest else None, fmt=fmt if fmt != "parquet" else None,
+                with_no_triton="1" if candidates and candidates.with_no_triton else None,
+                with_flagged="1" if candidates and candidates.with_flagged else None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
@@ -9,7 +11,7 @@ from queries import api
 from queries.filters import ERROR_SOURCES, Filters
 from queries.parse import STATIC_ERRORS
 from runner.result import ErrorType
-from ui import bulk, charts, context, data, links, widgets
+from ui import bulk, charts, context, data, flags, links, widgets
 from ui.labels import error_name
 from ui.text import md_code
 
@@ -31,8 +33,11 @@ with st.sidebar:
     holdout = widgets.choice("Holdout group", list(holdouts), "holdout", key="fail_holdout")
     problem = widgets.text_param("Problem key", "problem", key="fail_problem", placeholder="16 hex digits")
     source = widgets.choice("Error source", list(ERROR_SOURCES), "source", key="fail_source", closed=True)
+    level = flags.level_choice("fail_level")
+    flag = flags.flag_choice("fail_flag")
 
-base = Filters(split=split, holdout_group=holdout, problem_key=problem or None, error_source=source)
+base = Filters(split=split, holdout_group=holdout, problem_key=problem or None, error_source=source, level=level,
+               flag=flag)
 counts = api.failures(store, base).to_pandas()
 known = [*STATIC_ERRORS, *(e.value for e in ErrorType if e is not ErrorType.OK)]
 types = list(dict.fromkeys([*counts["error_type"].dropna().tolist(), *known])) if not counts.empty else known
@@ -40,25 +45,34 @@ if links.param("error") not in (None, *types):
     st.warning(f"The link names no known error type ({md_code(links.param('error'))}): showing every type.")
 error_type = widgets.choice("Error type", types, "error", key="fail_error", container=st.sidebar,
                             format_func=error_name, closed=True)
-f = Filters(split=split, holdout_group=holdout, problem_key=problem or None, error_source=source, error_type=error_type)
+f = Filters(split=split, holdout_group=holdout, problem_key=problem or None, error_source=source, error_type=error_type,
+            level=level, flag=flag)
 
 if counts.empty:
     st.info("No failures match these filters.")
 else:
     counts.insert(0, "cause", counts["error_type"].map(error_name))
-    left, right = st.columns([1, 1])
-    with left:
+    left, right = st.columns([3, 2])
+    with left:  # narrow columns, so "share" stays in view at 1400 px
         st.dataframe(counts.drop(columns=["error_type"]), hide_index=True, key="failure_counts", column_config={
-            "rows": st.column_config.NumberColumn("failed rows", format="%d"),
-            "problems": st.column_config.NumberColumn(format="%d"),
-            "share": st.column_config.NumberColumn("share of failed rows", format="percent"),
+            "cause": st.column_config.TextColumn("cause", width=150),
+            "source": st.column_config.TextColumn("source", width=80),
+            "rows": st.column_config.NumberColumn("failed rows", format="%d", width=80),
+            "problems": st.column_config.NumberColumn(format="%d", width=75),
+            "share": st.column_config.NumberColumn("share", format="percent", width=65,
+                                                   help="share of the failed rows"),
         })
     with right:
         charts.show(charts.count_bars(counts["cause"], counts["rows"], "Failed rows by cause", counts["source"]),
                     key="failure_bars")
+    flags.legend(counts.loc[counts["source"] == "static", "error_type"], "What the static causes mean")
 bulk.bulk_panel(api.unmeasured_failures(store, f), f, info, cfg, key="fail_bulk")
+
+st.subheader("Flags of the failed rows")
+flags.flag_counts_table(api.flag_counts(store, replace(f, status="failed")))
 
 st.subheader("Example rows" + (f" with {md_code(error_name(error_type))}" if error_type else ""))
 examples = api.failure_examples(store, f, limit=50).to_pandas()
 widgets.linked_table(examples, key="failure_examples", target="row", id_column="id", param="row")
-links.copy_link("failures", split=split, holdout=holdout, problem=problem, source=source, error=error_type)
+links.copy_link("failures", split=split, holdout=holdout, problem=problem, source=source, error=error_type,
+                level=level, flag=flag)

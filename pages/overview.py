@@ -7,7 +7,7 @@ import streamlit as st
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from queries.filters import Filters
-from ui import charts, context, data, links, widgets
+from ui import charts, context, data, flags, links, widgets
 from ui.labels import error_name
 
 cfg = context.settings()
@@ -17,7 +17,9 @@ st.caption("Programs pairing a PyTorch reference `Model` with a Triton candidate
            f"measured runtime (the label, shown in {cfg.label_unit}; compare it within a problem, not across).")
 
 split = widgets.choice("Split", ["train", "test"], "split", key="overview_split", container=st.sidebar)
-ov = data.overview(info, Filters(split=split))
+flag = flags.flag_choice("overview_flag", container=st.sidebar)
+f = Filters(split=split, flag=flag)
+ov = data.overview(info, f)
 totals = ov.totals
 
 cols = st.columns(6)
@@ -55,11 +57,18 @@ with right:
                                      [g["rows"] for g in held], "Failure rate by holdout group (test)"),
                     key="overview_holdout_rates")
 
-errors = api.failures(info.path, Filters(split=split)).to_pylist()
+st.subheader("Flags")
+unchecked = totals["static_unchecked_rows"]
+st.caption(f"{totals['flagged_rows']:,} rows carry a flag that keeps them out of the rankings by default"
+           + (f"; the static hack checks have not run on {unchecked:,} rows (not checked, never passed)"
+              if unchecked else "") + ".")
+flags.flag_counts_table(api.flag_counts(info.path, f))
+
+errors = api.failures(info.path, f).to_pylist()
 if errors:
     charts.show(charts.count_bars([error_name(e["error_type"]) for e in errors], [e["rows"] for e in errors],
                                   "Failed rows by cause (latest re-run, else static finding)",
                                   [e["source"] for e in errors]), key="overview_errors")
     st.page_link(links.page_file("failures"), label="Explore failures", icon=":material/arrow_forward:",
-                 query_params={"split": split} if split else None)
-links.copy_link("overview", split=split)
+                 query_params={k: v for k, v in (("split", split), ("flag", flag)) if v} or None)
+links.copy_link("overview", split=split, flag=flag)

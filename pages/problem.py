@@ -7,7 +7,7 @@ import streamlit as st
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from queries.filters import Filters
-from ui import charts, compare, context, links, widgets
+from ui import board, charts, compare, context, flags, links, widgets
 from ui.labels import error_name
 from ui.text import md, md_code
 
@@ -37,7 +37,14 @@ if not problem_key:
     links.sync_params(problem=picked)
     problem_key = picked
 
-summary = api.problem_summary(store, problem_key)
+with st.sidebar:
+    split = widgets.choice("Split", ["train", "test"], "split", key="problem_split")
+    flag = flags.flag_choice("problem_flag")
+    st.caption("Ranked candidates (header's fastest, leaderboard)")
+    candidates = flags.candidate_toggles("problem")
+f = Filters(split=split, problem_key=problem_key, flag=flag)
+
+summary = api.problem_summary(store, problem_key, candidates)
 if summary is None:
     st.title("Problem")
     st.error(f"No problem {md_code(problem_key)} in this store.")
@@ -48,16 +55,15 @@ ids = [f"problem {md_code(problem_key)}"] + [f"{name} {md_code(summary[k])}" for
                                       (("problem_id", "test id"), ("holdout_group", "holdout group")) if summary.get(k)]
 st.caption(" · ".join(ids))
 
-split = widgets.choice("Split", ["train", "test"], "split", key="problem_split", container=st.sidebar)
-f = Filters(split=split, problem_key=problem_key)
-
-cols = st.columns(4)
+cols = st.columns(5)
 cols[0].metric("candidates", f"{summary['candidates']:,}", help=f"{summary['distinct_candidates']:,} distinct")
 rate = summary.get("failure_rate")
 cols[1].metric("failure rate", "—" if rate is None else f"{rate:.1%}")
+cols[2].metric("ranked", f"{summary['ranked']:,}", help=board.RANKED_HELP)
 median = summary.get("y_median")
-cols[2].metric(f"median label ({cfg.label_unit})", widgets.fmt_label(median, "").strip())
-cols[3].metric(f"fastest ({cfg.label_unit})", widgets.fmt_label(summary.get("y_min"), "").strip())
+cols[3].metric(f"median label ({cfg.label_unit})", widgets.fmt_label(median, "").strip(), help=board.RANKED_HELP)
+cols[4].metric(f"fastest ({cfg.label_unit})", widgets.fmt_label(summary.get("y_min"), "").strip(),
+               help=board.RANKED_HELP)
 
 left, right = st.columns([3, 2])
 with left:
@@ -80,30 +86,18 @@ with right:
                                       "Failed rows by cause", failures["source"]),
                     key="problem_errors")
 
+st.subheader("Flags")
+flags.flag_counts_table(api.flag_counts(store, f))
+
 st.subheader("Fastest candidates")
-triton_only = st.toggle("Triton kernels only", value=links.param("all_candidates") is None, key="triton_only",
-                        help="Hide candidates without a `@triton.jit` kernel (e.g. a ModelNew that calls torch).")
-links.sync_params(all_candidates=None if triton_only else "1")
 st.caption("Ranked by the dataset's label; identical candidates are folded into one row (`copies`). "
-           "**speedup vs reference** is measured on the runner (Model eager time / ModelNew time, as KernelBench "
-           "reports it) for rows that were re-run, and **verified** is that re-run's verdict; **speedup vs median** "
-           "compares labels within the problem.")
-board = api.fastest(store, problem_key, k=50, f=f, triton_only=triton_only).to_pandas()
-board = board.drop(columns=["candidate_key"], errors="ignore")
-widgets.linked_table(board, key="leaderboard", target="row", id_column="id", param="row", column_config={
-    "rank": st.column_config.NumberColumn("#", format="%d", width="small"),
-    "id": st.column_config.TextColumn("row"),
-    "speedup_vs_reference": st.column_config.NumberColumn("speedup vs reference (measured)", format="%.2f×"),
-    "verified": st.column_config.TextColumn("verified (re-run)"),
-    "measured_ms": st.column_config.NumberColumn("measured (ms)", format="%.4g"),
-    "y": st.column_config.NumberColumn(f"label ({cfg.label_unit})", format="%.4g"),
-    "copies": st.column_config.NumberColumn(format="%d"),
-    "y_copies_max": st.column_config.NumberColumn(f"slowest copy ({cfg.label_unit})", format="%.4g"),
-    "speedup_vs_median": st.column_config.NumberColumn("speedup vs median label", format="%.2f×"),
-    "n_kernels": st.column_config.NumberColumn("kernels", format="%d"),
-    "kernel_names": st.column_config.ListColumn("kernel names"),
-    "cand_chars": st.column_config.NumberColumn("candidate (chars)", format="%d"),
-})
-compare.compare_picker(list(board["id"]), key="leaderboard_compare")
-links.copy_link("problem", problem=problem_key, split=split, view=None if kind == "histogram" else kind,
-                all_candidates=None if triton_only else "1")
+           "**speedup vs reference** is measured on the runner (Model eager time / ModelNew time, both timed in "
+           "the same run, as KernelBench reports it) for rows that were re-run, **verified** is that re-run's "
+           "verdict and **Triton share** the part of its GPU time spent in Triton kernels; **speedup vs median** "
+           "compares labels within the problem. " + board.RANKED_HELP)
+table = api.fastest(store, problem_key, k=50, f=f, c=candidates)
+board.leaderboard(table, cfg.label_unit, key="leaderboard")
+compare.compare_picker(table["id"].to_pylist(), key="leaderboard_compare")
+links.copy_link("problem", problem=problem_key, split=split, view=None if kind == "histogram" else kind, flag=flag,
+                with_no_triton="1" if candidates.with_no_triton else None,
+                with_flagged="1" if candidates.with_flagged else None)

@@ -7,8 +7,8 @@ import streamlit as st
 
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
-from ui import code, context, links, rerun, verdict, widgets
-from ui.labels import error_name
+from ui import code, context, flags, links, rerun, verdict, widgets
+from ui.labels import error_name, flags_text
 from ui.text import md, md_code
 
 cfg = context.settings()
@@ -47,7 +47,11 @@ cols[0].metric(f"label ({cfg.label_unit})", widgets.fmt_label(label, "").strip()
 cols[1].metric("kernels", meta.get("n_kernels", len(parsed.kernels)))
 cols[2].metric("split", meta.get("split") or "—")
 cols[3].metric("characters", f"{meta.get('n_chars') or len(detail.program):,}")
-st.caption(f"static check (ingest, nothing run): **{md(error_name(meta.get('static_error')))}**")
+static_flags = meta.get("static_flags")
+st.caption(f"static check (ingest, nothing run): **{md(error_name(meta.get('static_error')))}** · static hack "
+           f"flags: **{flags_text(None if static_flags is None else list(static_flags))}**")
+if static_flags is not None and len(static_flags):
+    flags.legend(list(static_flags), "What the static flags mean")
 
 st.subheader("Latest verdict")
 fresh = rerun.rerun_panel(row_id, cfg)

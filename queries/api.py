@@ -16,7 +16,7 @@ from queries.console import ConsoleError, console
 from queries.db import QueryTimeout, connect
 from queries.detail import RowDetail, row
 from queries.export import ExportError, export
-from queries.filters import NO_FILTERS, Filters
+from queries.filters import HONEST, NO_FILTERS, Candidates, Filters
 from queries.measured import runs, runs_by_problem, runs_reproducibility, runs_static_vs_measured
 from queries.runner_match import mismatched_rows
 from queries.search import SearchError, SearchResult, search_code
@@ -24,9 +24,9 @@ from queries.search_facts import SearchHits, search_hits
 from queries.store import StoreError
 
 __all__ = [
-    "agreement", "ConsoleError", "ExportError", "Filters", "Overview", "QueryTimeout", "RowDetail", "SearchError", "SearchResult",
-    "StoreError", "console", "export", "failure_examples", "failures", "fastest", "mismatched_rows", "overlap",
-    "overlap_summary",
+    "agreement", "Candidates", "ConsoleError", "ExportError", "Filters", "flag_counts", "Overview", "QueryTimeout",
+    "RowDetail", "SearchError", "SearchResult", "StoreError", "console", "export", "failure_examples", "failures",
+    "fastest", "mismatched_rows", "overlap", "overlap_summary",
     "overview", "problem_latencies", "problem_summary", "problems", "row", "runs", "runs_by_problem",
     "runs_reproducibility", "runs_static_vs_measured", "search_code", "search_hits", "SearchHits", "selected_rows", "unmeasured_failures",
 ]
@@ -34,13 +34,15 @@ __all__ = [
 PROBLEM_SORTS = (
     "candidates", "distinct_candidates", "failures", "failure_rate", "y_min", "y_p10", "y_median", "y_p90",
     "y_max", "spread", "title", "level", "problem_id", "problem_key", "holdout_group", "train_rows", "test_rows",
+    "ranked", "flagged_rows",
 )
 
 
 @dataclass(frozen=True)
 class Overview:
     """`totals`: one dict (rows, ok_rows, failed_rows, failure_rate, problems, distinct_candidates, train_rows,
-    test_rows, autotuned_rows, static_error_rows, mean_kernels); `groups`: per split/holdout group rows and
+    test_rows, autotuned_rows, static_error_rows, flagged_rows (a hack flag, static or the latest run's),
+    static_unchecked_rows (static hack checks not run), mean_kernels); `groups`: per split/holdout group rows and
     failure rate; `y_quantiles`: q, y; `y_histogram`: bin_lo, bin_hi, rows (log10 bins of the label);
     `kernels`: rows and failures per number of kernels."""
 
@@ -68,20 +70,29 @@ def overview(store: Path | str, f: Filters = NO_FILTERS) -> Overview:
 
 
 def problems(store: Path | str, f: Filters = NO_FILTERS, sort: str = "candidates", descending: bool = True,
-             limit: int | None = None) -> pa.Table:
-    """One row per problem (see `sql/setup_filtered.sql`, `problem_table`), sorted (ties by problem_key)."""
+             limit: int | None = None, c: Candidates = HONEST) -> pa.Table:
+    """One row per problem (see `sql/setup_filtered.sql`, `problem_table`; label columns over the candidates `c`
+    passes), sorted (ties by problem_key)."""
     if sort not in PROBLEM_SORTS:
         raise ValueError(f"cannot sort problems by {sort!r}; choose one of {', '.join(PROBLEM_SORTS)}")
     db = connect(store)
-    table = db.execute("problems_unfiltered") if f.is_empty else db.execute("problems", f.params(), memo=True)
+    if f.is_empty and c.is_default:
+        table = db.execute("problems_unfiltered")
+    else:
+        table = db.execute("problems", {**f.params(), **c.params()}, memo=True)
     order = "descending" if descending else "ascending"
     table = table.sort_by([(sort, order), ("problem_key", "ascending")])
     return table if limit is None else table.slice(0, max(int(limit), 0))
 
 
-def problem_summary(store: Path | str, problem_key: str) -> dict | None:
-    """The unfiltered problems-table row of one problem, or None when the store has no such problem."""
-    rows = connect(store).execute("problem_summary", {"problem_key": problem_key}).to_pylist()
+def problem_summary(store: Path | str, problem_key: str, c: Candidates = HONEST) -> dict | None:
+    """The unfiltered problems-table row of one problem (label columns over the candidates `c` passes: the page
+    header's fastest), or None when the store has no such problem."""
+    db = connect(store)
+    if c.is_default:
+        rows = db.execute("problem_summary", {"problem_key": problem_key}).to_pylist()
+    else:
+        rows = db.execute("problems", {**_one_problem(problem_key, NO_FILTERS), **c.params()}, memo=True).to_pylist()
     return rows[0] if rows else None
 
 
@@ -95,11 +106,18 @@ def problem_latencies(store: Path | str, problem_key: str, f: Filters = NO_FILTE
 
 
 def fastest(store: Path | str, problem_key: str, k: int = 20, f: Filters = NO_FILTERS,
-            triton_only: bool = False) -> pa.Table:
-    """The problem's leaderboard (`sql/fastest.sql`): copies folded, the shown row's latest re-run verdict and
-    speedup vs the eager reference; `triton_only` keeps candidates with a Triton kernel."""
-    params = {**_one_problem(problem_key, f), "k": max(int(k), 0), "triton_only": bool(triton_only)}
+            c: Candidates = HONEST) -> pa.Table:
+    """The problem's leaderboard (`sql/fastest.sql`) over the candidates `c` passes (by default Triton kernels only
+    and no hack flag): copies folded, the shown row's latest re-run verdict, flags, Triton share, and speedup vs
+    the eager reference timed in that run (`ref_median_ms`, `run_id`)."""
+    params = {**_one_problem(problem_key, f), "k": max(int(k), 0), **c.params()}
     return connect(store).execute("fastest", params, memo=True)
+
+
+def flag_counts(store: Path | str, f: Filters = NO_FILTERS) -> pa.Table:
+    """Rows per flag (static and latest run's) among the filtered rows: flag, kind, label, hack, rows, share,
+    meaning (`sql/flag_counts.sql`)."""
+    return connect(store).execute("flag_counts", f.params(), memo=True)
 
 
 def failures(store: Path | str, f: Filters = NO_FILTERS) -> pa.Table:

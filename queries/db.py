@@ -20,9 +20,10 @@ import pyarrow as pa
 from common.errors import TlxError
 from common.results_log import results_signature
 from common.settings import Settings, load_settings
+from queries.checks_table import checks_table
 from queries.results import load_run_results
 from queries.sql_files import sql_text
-from queries.store import INDEX_SCHEMA, Store, StoreError
+from queries.store import INDEX_SCHEMA, OPTIONAL_COLUMNS, Store, StoreError
 
 MEMO_BYTES = 64 * 1024 * 1024
 
@@ -59,10 +60,15 @@ class Database:
         except BaseException:
             self.con.close()
             raise
-        self._runs_signature: tuple | None = None
-        self.refresh_runs()
+        self.con.register("checks_arrow", checks_table())
+        self.con.execute(sql_text("setup_checks"))
+        self.con.unregister("checks_arrow")
+        self.con.execute(sql_text("setup_row_flags"))
         self.con.execute(sql_text("setup_filtered"))
         self.con.execute(sql_text("setup_problems"))
+        self._runs_signature: tuple | None = None
+        self._flagged_signature: tuple | None = None
+        self.refresh_runs()
         self.con.execute("SET lock_configuration = true")
 
     def _load_index(self) -> None:
@@ -71,8 +77,9 @@ class Database:
             self.con.execute(sql_text("setup_programs"), {"index_path": str(path)})
         except duckdb.Error as exc:
             raise StoreError(f"{path}: cannot read the index ({str(exc).splitlines()[0]})") from exc
+        self.con.execute(sql_text("setup_optional_columns"))
         columns = {row[0] for row in self.con.execute("DESCRIBE programs").fetchall()}
-        missing = [name for name in INDEX_SCHEMA.names if name not in columns]
+        missing = [name for name in INDEX_SCHEMA.names if name not in columns and name not in OPTIONAL_COLUMNS]
         rows = self.con.execute("SELECT count(*) FROM programs").fetchall()[0][0]
         if missing or not rows:
             reason = f"lacks columns {', '.join(missing)}" if missing else "holds no rows"
@@ -92,6 +99,10 @@ class Database:
                 cursor.register("runs_arrow", table)
                 cursor.execute(sql_text("setup_runs"))
                 cursor.unregister("runs_arrow")
+                flagged = cursor.execute(sql_text("flagged_signature")).fetchall()[0]
+                if flagged != self._flagged_signature:  # the ranked rows changed: ~1 s on 601k rows, so not always
+                    cursor.execute(sql_text("setup_problem_stats"))
+                    self._flagged_signature = flagged
             finally:
                 cursor.close()
             self._runs_signature = signature

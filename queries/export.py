@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from common.errors import TlxError
 from queries.db import Database, connect
-from queries.filters import NO_FILTERS, Filters
+from queries.filters import HONEST, NO_FILTERS, Candidates, Filters
 from queries.store import LOCATION_COLUMNS
 
 FORMATS = ("parquet", "jsonl")
@@ -39,12 +39,13 @@ def _jsonl(db: Database, table: pa.Table) -> bytes:
 
 
 def export(store: Path | str, f: Filters = NO_FILTERS, fmt: str = "parquet", fastest_correct: bool = False,
-           include_code: bool = False) -> bytes:
-    """The filtered index rows (by id), or the fastest correct row per problem, as `fmt` bytes."""
+           include_code: bool = False, c: Candidates = HONEST) -> bytes:
+    """The filtered index rows (by id), or the fastest correct row per problem among the candidates `c` passes
+    (the leaderboard's filter), as `fmt` bytes."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
     db = connect(store)
-    table = db.execute("export_fastest_correct" if fastest_correct else "export_rows", f.params())
+    table = db.execute("export_fastest_correct" if fastest_correct else "export_rows", {**f.params(), **c.params()})
     if include_code:
         if table.num_rows > MAX_CODE_ROWS:
             raise ExportError(f"{table.num_rows} rows selected: exports with code are limited to "

@@ -15,7 +15,8 @@ class Filters:
     `status` is about the label (`ok`: `y` present, `failed`: `y` null). `error_type` matches the static error of
     the index, the latest measured error of a run result, or either when `error_source` is None;
     `error_source` alone keeps rows with a static error other than `ok_static` (`static`) or with a run result
-    (`measured`).
+    (`measured`). `level`: the KernelBench level (1-3) of the row's problem id. `flag`: rows carrying this flag
+    (an entry name of common/checks.py), a static flag or one of the latest run's.
     """
 
     split: str | None = None
@@ -24,20 +25,24 @@ class Filters:
     status: str | None = None
     error_type: str | None = None
     error_source: str | None = None
+    level: int | None = None
+    flag: str | None = None
 
     def __post_init__(self) -> None:
+        if self.level is not None and (isinstance(self.level, bool) or not isinstance(self.level, int)):
+            raise TypeError(f"Filters.level must be an int or None, not {type(self.level).__name__}")
         if self.status is not None and self.status not in STATUSES:
             raise ValueError(f"Filters.status must be one of {STATUSES} or None, not {self.status!r}")
         if self.error_source is not None and self.error_source not in ERROR_SOURCES:
             raise ValueError(
                 f"Filters.error_source must be one of {ERROR_SOURCES} or None, not {self.error_source!r}"
             )
-        for name in ("split", "holdout_group", "problem_key", "error_type"):
+        for name in ("split", "holdout_group", "problem_key", "error_type", "flag"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"Filters.{name} must be a string or None, not {type(value).__name__}")
 
-    def params(self) -> dict[str, str | None]:
+    def params(self) -> dict[str, str | int | None]:
         """Named parameters for the `filtered(...)` table macro (see `sql/setup_filtered.sql`)."""
         return {
             "f_split": self.split,
@@ -46,6 +51,8 @@ class Filters:
             "f_status": self.status,
             "f_error": self.error_type,
             "f_source": self.error_source,
+            "f_level": self.level,
+            "f_flag": self.flag,
         }
 
     @property
@@ -54,3 +61,23 @@ class Filters:
 
 
 NO_FILTERS = Filters()
+LEVELS = (1, 2, 3)  # KernelBench's levels
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The one candidate filter of every ranking (`is_candidate` in sql/setup_filtered.sql): by default Triton
+    kernels only (`n_kernels` > 0) and no hack flag (static, or the latest run's); each toggle lets those in."""
+
+    with_no_triton: bool = False
+    with_flagged: bool = False
+
+    def params(self) -> dict[str, bool]:
+        return {"c_no_triton": bool(self.with_no_triton), "c_flagged": bool(self.with_flagged)}
+
+    @property
+    def is_default(self) -> bool:
+        return not (self.with_no_triton or self.with_flagged)
+
+
+HONEST = Candidates()

@@ -26,13 +26,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from common.checks import STATIC_ERRORS as CHECK_STATIC_ERRORS
 from queries.shapes import input_shapes
 from queries.text_rules import candidate_key, program_candidate_key, python_regex, text_cut
 
-# every static finding, in ingest's order of precedence; `unavailable_import` and `forward_arity_mismatch` come from
-# ingest's text rules alone (queries/text_rules.py), the others from this module too
-STATIC_ERRORS = ("syntax_error", "no_model_new", "no_reference", "no_get_inputs", "unavailable_import",
-                 "no_triton_kernel", "forward_arity_mismatch", "ok_static")
+# every static finding, in ingest's order of precedence (declared in common/checks.py); `unavailable_import` and
+# `forward_arity_mismatch` come from ingest's text rules alone (queries/text_rules.py), the others from this module too
+STATIC_ERRORS = CHECK_STATIC_ERRORS
 _KERNEL_DECORATORS = {"jit", "autotune", "heuristics"}
 _TITLE_MAX = 100
 _SUMMARY_MAX = 60

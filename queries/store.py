@@ -28,12 +28,15 @@ META_FILE = "meta.json"
 INDEX_FILE = "index.parquet"
 CODE_DIR = "code"
 LOCATION_COLUMNS = ("code_shard", "code_rg")  # where a row's text is: code part, row group within it
+# columns a store of this schema version may lack (built before them): readers treat them as "not checked"
+OPTIONAL_COLUMNS = ("static_flags",)
 
 INDEX_SCHEMA = pa.schema([
     ("id", pa.string()), ("split", pa.string()), ("row", pa.int64()), ("source_file", pa.string()),
     ("problem_key", pa.string()), ("problem_id", pa.string()), ("holdout_group", pa.string()),
     ("title", pa.string()), ("level", pa.int32()), ("y", pa.float64()), ("ok", pa.bool_()),
-    ("static_error", pa.string()), ("parse_mode", pa.string()), ("n_kernels", pa.int32()),
+    ("static_error", pa.string()), ("parse_mode", pa.string()), ("static_flags", pa.list_(pa.string())),
+    ("n_kernels", pa.int32()),
     ("kernel_names", pa.list_(pa.string())), ("autotuned", pa.bool_()), ("candidate_key", pa.string()),
     ("n_chars", pa.int64()), ("ref_chars", pa.int64()), ("cand_chars", pa.int64()),
     ("program_sha256", pa.string()), ("code_shard", pa.int32()), ("code_rg", pa.int32()),
@@ -101,14 +104,20 @@ class Store:
         return code_path(self.path, shard)
 
     def read_index(self, columns: Iterable[str]) -> pa.Table:
-        """Columns of index.parquet (names from `INDEX_SCHEMA`)."""
+        """Columns of index.parquet (names from `INDEX_SCHEMA`; an `OPTIONAL_COLUMNS` one the store lacks comes
+        back all null)."""
         columns = list(columns)
         unknown = [c for c in columns if c not in INDEX_SCHEMA.names]
         if unknown:
             raise ValueError(f"not index columns: {', '.join(unknown)}")
         try:
-            return pq.read_table(self.index_path, columns=columns)
-        except (OSError, ValueError) as exc:
+            present = set(pq.read_schema(self.index_path).names)
+            table = pq.read_table(self.index_path, columns=[c for c in columns if c in present])
+            for name in (c for c in columns if c not in present and c in OPTIONAL_COLUMNS):
+                kind = INDEX_SCHEMA.field(name).type
+                table = table.add_column(columns.index(name), name, pa.nulls(table.num_rows, kind))
+            return table
+        except (OSError, ValueError, KeyError) as exc:
             raise StoreError(f"{self.index_path}: unreadable ({exc}); rebuild the store") from exc
 
     def programs(self, locations: Iterable[tuple[str, int, int]]) -> Iterator[tuple[str, str]]:

@@ -13,7 +13,7 @@ import pytest
 
 from queries import api
 from queries.db import connect
-from queries.filters import Filters
+from queries.filters import Candidates, Filters
 from queries.store import Store
 from tests.fixtures import TEST, TRAIN
 from tests.queries_helpers import fixture_rows, problem_keys, result, write_results
@@ -300,8 +300,8 @@ def test_leaderboard_triton_only_with_measured_verdicts(fixture_store, tmp_path)
     write_results(runs_dir, [result("train/000007", "ok", median_ms=2.0) | {"speedup": 0.53}])
     db = connect(fixture_store, runs_dir)
     params = {**Filters(problem_key=key).params(), "k": 20}
-    everything = db.execute("fastest", {**params, "triton_only": False}).to_pylist()
-    triton = db.execute("fastest", {**params, "triton_only": True}).to_pylist()
+    everything = db.execute("fastest", {**params, **Candidates(with_no_triton=True).params()}).to_pylist()
+    triton = db.execute("fastest", {**params, **Candidates().params()}).to_pylist()
     assert "train/000007" in [r["id"] for r in everything] and "train/000007" not in [r["id"] for r in triton]
     assert all(r["n_kernels"] > 0 for r in triton) and len(triton) == len(everything) - 1
     shown = next(r for r in everything if r["id"] == "train/000007")

@@ -50,6 +50,9 @@ def bulk_panel(ids: list[str], f: Filters, info, cfg, *, key: str) -> None:
             "…):")
     st.caption(f"From the checkout, {md_code(CHECKOUT)}:")
     st.code(bulk_command(info.path, f, info.is_sample), language="bash")
+    if f.level is not None or f.flag is not None:  # not options of `runner bulk` (yet)
+        st.caption("`runner bulk` has no level or flag option: this command selects the rows without those two "
+                   "filters; the button below queues exactly the rows shown.")
     if cfg.read_only or len(ids) > MAX_SUBMIT:
         return
     from runner.service.client import RunnerError, RunnerUnavailable

@@ -1,20 +1,38 @@
-"""Names shown for stored codes: error types as a reader says them (the data keeps the codes of design §3)."""
+"""Names shown for stored codes: error types and flags as a reader says them (the data keeps the codes of design
+§3). Static codes and every flag take their label and meaning from the one table, common/checks.py."""
 
 from __future__ import annotations
 
-ERROR_NAMES = {
-    "ok_static": "no static finding",
-    "unavailable_import": "imports a package the runner lacks",
-    "forward_arity_mismatch": "forward() arguments differ from Model's",
-    "ok": "passed on re-run",
-}
+from common import checks
+
+MEASURED_NAMES = {"ok": "passed on re-run"}
 
 
 def error_name(error_type: str | None) -> str:
     """How the UI names an error type (`ok_static` is not an error: nothing was found without running)."""
     if error_type is None:
         return "—"
-    return ERROR_NAMES.get(error_type, error_type)
+    if error_type in MEASURED_NAMES:
+        return MEASURED_NAMES[error_type]
+    check = checks.BY_NAME.get(error_type)
+    return check.label if check is not None and check.kind == "static_error" else error_type
+
+
+def flag_label(code: str) -> str:
+    """How the UI names a flag (`state_loaded:2/2` -> "reference state loaded (2/2)")."""
+    return checks.label(code)
+
+
+def flag_help(code: str) -> str:
+    """A flag's or static code's one-line meaning, for tooltips and legends."""
+    return checks.meaning(code)
+
+
+def flags_text(flags) -> str:
+    """A list of stored flags as labels, or "none"; None (static checks not run) as "not checked"."""
+    if flags is None:
+        return "not checked"
+    return ", ".join(flag_label(f) for f in flags) or "none"
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:

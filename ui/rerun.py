@@ -59,7 +59,7 @@ def rerun_panel(row_id: str, cfg) -> dict | None:
     with st.container(border=True):
         st.caption(runner_summary(cfg.runner_url, health))
         options = profile_options(row_id)
-        cols = st.columns([1, 1, 4])
+        cols = st.columns([2, 1, 3])  # wide enough for the whole label at 1400 px
         if cols[0].button("Re-run this program", key=f"rerun::{row_id}", type="primary"):
             try:
                 job = client.submit(row_id=row_id, **options)

@@ -10,7 +10,8 @@ import pandas as pd
 import streamlit as st
 
 from common.hardware import CPU_LABEL
-from ui.labels import error_name
+from ui import flags as flag_ui
+from ui.labels import error_name, flag_label
 from ui.text import md
 
 TOLERANCE_NOTE = "tightest standard tolerance (atol = rtol) that every output passed on every trial"
@@ -56,6 +57,10 @@ def show_latest(run: dict, label_y: float | None, unit: str, source: str) -> Non
     cols[3].metric("speedup vs reference", f"{speedup:.3g}×" if _present(speedup) else "—")
     notes = [f"ModelNew {spread(run)}"] if spread(run) else []
     median = run.get("median_ms")
+    if run.get("launches_checked") is True and _present(run.get("triton_share")):
+        notes.append(f"Triton share of GPU time {run['triton_share']:.0%}")
+    elif run.get("device") is not None:
+        notes.append("Triton share: not checked")
     if _present(median) and _present(label_y) and label_y > 0:
         notes.append(f"measured / label = {median / label_y:.3g} (measured in ms; the label is taken as {unit})")
     if _present(run.get("tolerance_passed")):
@@ -68,7 +73,10 @@ def show_latest(run: dict, label_y: float | None, unit: str, source: str) -> Non
         st.caption(" · ".join(notes))
     flags = list(run.get("flags") or [])
     if flags:
-        st.warning("Flags: " + md(", ".join(map(str, flags))))
+        # labels only: a flag's value can hold text the program chose, which markdown would render; the legend's
+        # table shows the values as plain text
+        st.warning("Flags: " + ", ".join(dict.fromkeys(flag_label(str(f).split(":", 1)[0]) for f in flags)))
+        flag_ui.legend(flags)
     if "launch_bound" in flags:
         st.info("Launch-bound: the host needs about as long to launch this call as the GPU needs to run it, so the "
                 "GPU waits for Python between kernels and this timing follows host load from run to run.")

@@ -13,7 +13,8 @@ crossed AS (
     FROM latest l
     JOIN filtered(
         $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
-        $f_source::VARCHAR) p ON p.id = l.row_id
+        $f_source::VARCHAR,
+    $f_level::INTEGER, $f_flag::VARCHAR) p ON p.id = l.row_id
     WHERE $profile::VARCHAR IS NULL OR l.profile = $profile::VARCHAR
 )
 SELECT

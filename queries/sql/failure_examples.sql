@@ -4,7 +4,8 @@ WITH examples AS (
            n_chars
     FROM filtered(
         $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
-    $f_source::VARCHAR)
+    $f_source::VARCHAR,
+    $f_level::INTEGER, $f_flag::VARCHAR)
     WHERE NOT ok OR measured_status <> 'ok'
     ORDER BY id
     LIMIT $limit

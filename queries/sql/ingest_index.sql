@@ -2,7 +2,8 @@
 -- text before the cut (`refs`); rows without a problem id get the most common (problem id, holdout group) of
 -- their problem key (ties: smallest id, then group), and the level its id starts with. `ok_static` becomes
 -- `forward_arity_mismatch` where no argument count suits both forward signatures (fewest/most positional
--- arguments; max -1: no bound; null: not known, no finding). Sorted by id.
+-- arguments; max -1: no bound; null: not known, no finding). `static_flags` stay null (not checked) until stage 2.
+-- Sorted by id.
 WITH keyed AS (
     SELECT r.*, f.ref_chars, f.problem_key, f.title, f.ref_forward_min, f.ref_forward_max
     FROM rows r JOIN refs f USING (ref_hash, cut_chars)
@@ -30,7 +31,7 @@ SELECT id, split, row, source_file, problem_key,
                  AND ((ref_forward_max >= 0 AND ref_forward_max < new_forward_min)
                       OR (new_forward_max >= 0 AND new_forward_max < ref_forward_min))
             THEN 'forward_arity_mismatch' ELSE static_error END AS static_error,
-       'text' AS parse_mode,
+       'text' AS parse_mode, NULL::VARCHAR[] AS static_flags,
        len(kernel_names) AS n_kernels, kernel_names, autotuned, candidate_key,
        n_chars, ref_chars, n_chars - ref_chars AS cand_chars, program_sha256, code_shard, code_rg
 FROM mapped

@@ -8,6 +8,7 @@ SELECT
     count(DISTINCT problem_key) AS problems
 FROM filtered(
     $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
-    $f_source::VARCHAR)
+    $f_source::VARCHAR,
+    $f_level::INTEGER, $f_flag::VARCHAR)
 GROUP BY split, holdout_group
 ORDER BY split, holdout_group NULLS FIRST;

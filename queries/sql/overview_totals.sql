@@ -10,7 +10,10 @@ SELECT
     count(*) FILTER (WHERE split = 'test') AS test_rows,
     count(*) FILTER (WHERE autotuned) AS autotuned_rows,
     count(*) FILTER (WHERE static_error <> 'ok_static') AS static_error_rows,
+    count(*) FILTER (WHERE flagged) AS flagged_rows,
+    count(*) FILTER (WHERE static_flags IS NULL) AS static_unchecked_rows,
     avg(n_kernels) AS mean_kernels
 FROM filtered(
     $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
-    $f_source::VARCHAR);
+    $f_source::VARCHAR,
+    $f_level::INTEGER, $f_flag::VARCHAR);

@@ -4,7 +4,8 @@ WITH b AS (
     SELECT floor(log10(y) * $bins_per_decade::INTEGER) AS bin
     FROM filtered(
         $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
-        $f_source::VARCHAR)
+        $f_source::VARCHAR,
+    $f_level::INTEGER, $f_flag::VARCHAR)
     WHERE y > 0
 )
 SELECT

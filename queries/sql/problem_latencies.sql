@@ -2,5 +2,6 @@
 SELECT id, y, ok, split, candidate_key
 FROM filtered(
     $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
-    $f_source::VARCHAR)
+    $f_source::VARCHAR,
+    $f_level::INTEGER, $f_flag::VARCHAR)
 ORDER BY y NULLS LAST, id;

@@ -7,5 +7,6 @@ SELECT
 FROM runs r
 JOIN filtered(
     $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
-    $f_source::VARCHAR) p ON p.id = r.row_id
+    $f_source::VARCHAR,
+    $f_level::INTEGER, $f_flag::VARCHAR) p ON p.id = r.row_id
 ORDER BY r.recency;

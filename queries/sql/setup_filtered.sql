@@ -1,10 +1,12 @@
 -- The one filter of every question (see queries/filters.py for the meaning of each argument).
-CREATE MACRO filtered(f_split, f_holdout, f_problem, f_status, f_error, f_source) AS TABLE
+CREATE MACRO filtered(f_split, f_holdout, f_problem, f_status, f_error, f_source, f_level, f_flag) AS TABLE
 SELECT * FROM programs
 WHERE (f_split IS NULL OR split = f_split)
   AND (f_holdout IS NULL OR holdout_group = f_holdout)
   AND (f_problem IS NULL OR problem_key = f_problem)
   AND (f_status IS NULL OR ok = (f_status = 'ok'))
+  AND (f_level IS NULL OR level = f_level)
+  AND (f_flag IS NULL OR coalesce(list_contains(static_flags, f_flag) OR list_contains(run_flags, f_flag), false))
   AND (CASE
         WHEN f_error IS NULL AND f_source IS NULL THEN true
         WHEN f_error IS NULL AND f_source = 'static' THEN static_error <> 'ok_static'
@@ -14,8 +16,17 @@ WHERE (f_split IS NULL OR split = f_split)
         ELSE static_error = f_error OR measured_error = f_error
       END);
 
--- Per-problem statistics over the filtered rows (the problems table; `problem_stats` holds it unfiltered).
-CREATE MACRO problem_table(f_split, f_holdout, f_problem, f_status, f_error, f_source) AS TABLE
+-- The one candidate filter of every ranking (leaderboard, the problems table's label columns, the page header's
+-- fastest, the fastest-correct export): Triton kernels only and no hack flag (static, or the latest run's: the
+-- `hack` entries of common/checks.py), unless the toggles let them in (queries/filters.py, `Candidates`).
+CREATE MACRO is_candidate(n_kernels, flagged, c_no_triton, c_flagged) AS
+    (c_no_triton OR n_kernels > 0) AND (c_flagged OR NOT flagged);
+
+-- Per-problem statistics over the filtered rows (the problems table; `problem_stats` holds it unfiltered, with
+-- the default candidate filter). Label columns (y_*, spread, best_id) count the correct rows that pass the
+-- candidate filter (`ranked`); candidates and failures count every filtered row.
+CREATE MACRO problem_table(f_split, f_holdout, f_problem, f_status, f_error, f_source, f_level, f_flag,
+                           c_no_triton, c_flagged) AS TABLE
 SELECT
     problem_key,
     max(problem_id) AS problem_id,
@@ -26,14 +37,17 @@ SELECT
     count(DISTINCT candidate_key) AS distinct_candidates,
     count(*) FILTER (WHERE NOT ok) AS failures,
     count(*) FILTER (WHERE NOT ok) / count(*) AS failure_rate,
-    min(y) AS y_min,
-    quantile_cont(y, 0.1) AS y_p10,
-    median(y) AS y_median,
-    quantile_cont(y, 0.9) AS y_p90,
-    max(y) AS y_max,
-    max(y) / nullif(min(y), 0) AS spread,
-    arg_min(id, (y, id)) FILTER (WHERE ok) AS best_id,
+    count(*) FILTER (WHERE ranked) AS ranked,
+    count(*) FILTER (WHERE flagged) AS flagged_rows,
+    min(y) FILTER (WHERE ranked) AS y_min,
+    quantile_cont(y, 0.1) FILTER (WHERE ranked) AS y_p10,
+    median(y) FILTER (WHERE ranked) AS y_median,
+    quantile_cont(y, 0.9) FILTER (WHERE ranked) AS y_p90,
+    max(y) FILTER (WHERE ranked) AS y_max,
+    max(y) FILTER (WHERE ranked) / nullif(min(y) FILTER (WHERE ranked), 0) AS spread,
+    arg_min(id, (y, id)) FILTER (WHERE ranked) AS best_id,
     count(*) FILTER (WHERE split = 'train') AS train_rows,
     count(*) FILTER (WHERE split = 'test') AS test_rows
-FROM filtered(f_split, f_holdout, f_problem, f_status, f_error, f_source)
+FROM (SELECT *, ok AND is_candidate(n_kernels, flagged, c_no_triton, c_flagged) AS ranked
+      FROM filtered(f_split, f_holdout, f_problem, f_status, f_error, f_source, f_level, f_flag))
 GROUP BY problem_key;

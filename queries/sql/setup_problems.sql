@@ -1,6 +1,5 @@
 -- At connect: one title per problem, unique per problem key (a name shared by several keys gets the key's first
--- six hex digits; an empty one becomes "problem <key>"), then the unfiltered problems table, so the default view
--- of it is a plain scan.
+-- six hex digits; an empty one becomes "problem <key>"). The unfiltered problems table: setup_problem_stats.sql.
 UPDATE programs SET title = t.title
 FROM (
     SELECT problem_key,
@@ -15,6 +14,7 @@ FROM (
 ) shared
 WHERE programs.title = shared.title;
 
-CREATE TABLE problem_stats AS
-SELECT * FROM problem_table(NULL, NULL, NULL, NULL, NULL, NULL)
-ORDER BY problem_key;
+-- Rows without a test id of their problem take the level of its KernelBench name (`L2 ...`, from
+-- queries/kernelbench_problems.json), so the level filter finds train-only KernelBench problems too.
+UPDATE programs SET level = TRY_CAST(regexp_extract(title, '^L([0-9]+) ', 1) AS INTEGER)
+WHERE level IS NULL AND regexp_matches(title, '^L[0-9]+ ');
