@@ -1,7 +1,7 @@
 """Build a store from source Parquet files, in two stages.
 
 Stage 1 (`build.py`) reads every file once with DuckDB, writes the code shards and an index whose fields come
-from text rules, in a temporary folder next to the target, and swaps it in only when complete: a failed build
+from text rules, then the code search index (`search_index.py`), in a temporary folder next to the target, and swaps it in only when complete: a failed build
 leaves the previous store as it was, and so does a build that would index no row or far fewer than the store it
 replaces (unless `allow_shrink`). Every row read is either indexed or rejected with a reason, and the rows of
 files refused with `skip_bad_files` are counted as unread; the summary (printed and kept in meta.json) accounts
@@ -24,6 +24,7 @@ from pathlib import Path
 from queries.ingest.build import IngestError, Options, build
 from queries.ingest.progress import say
 from queries.ingest.read import BadFile, check_file
+from queries.ingest.search_index import build_search_index
 from queries.ingest.sources import resolve_sources
 from queries.ingest.syntax_check import check_syntax
 from queries.store import META_FILE, SCHEMA_VERSION, write_meta
@@ -80,6 +81,7 @@ def ingest(
     try:
         options = Options(workers, batch_rows, code_rows_per_group, rows_per_shard, skip_bad_files, progress)
         summary = build(checked, bad, tmp, options)
+        summary["search_index"] = build_search_index(tmp, workers, progress)
         summary.update(
             duplicate_files=duplicates,
             schema_version=SCHEMA_VERSION,

@@ -10,7 +10,8 @@ import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 
 # what the workers run; a forkserver already running (started earlier in this process) keeps what it has
-PRELOAD = ["queries.ingest.program_fields", "queries.ingest.refs", "queries.ingest.syntax_check"]
+PRELOAD = ["queries.ingest.program_fields", "queries.ingest.refs", "queries.ingest.search_index",
+           "queries.ingest.syntax_check"]
 
 
 def process_pool(workers: int) -> ProcessPoolExecutor:
