@@ -23,7 +23,7 @@ from queries.search_regex import required_literals
 from queries.store import SEARCH_DIR, Store
 
 REALWORLD = Path(__file__).resolve().parents[2] / "shared" / "data" / "realworld"
-LIMIT = 1000
+LIMIT = 200
 
 pytestmark = pytest.mark.usefixtures("empty_runs")
 

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from queries.ingest.processes import process_pool
+from queries.ingest.processes import process_pool, stop_pool
 from queries.ingest.progress import say
 from queries.search_trigrams import CODE_SPACE, codes_at, lowered
 from queries.store import INDEX_FILE, SEARCH_META, code_path, search_path, search_shard_path
@@ -54,6 +54,7 @@ def build_search_index(folder: Path, workers: int, progress: bool) -> dict:
     common = _common_codes(folder, shards, ref_chars)
     np.save(search_path(folder, COMMON_FILE), common)
     pool = process_pool(min(workers, len(shards))) if workers > 1 and len(shards) > 1 else None
+    finished = False
     try:
         results = (pool.map(index_shard, [folder] * len(shards), shards, ref_chars) if pool is not None
                    else map(index_shard, [folder] * len(shards), shards, ref_chars))
@@ -70,9 +71,10 @@ def build_search_index(folder: Path, workers: int, progress: bool) -> dict:
             docs.append(_docs_of(folder, shard, local_to_global[row_ref]))
             if progress:
                 say(f"search index: code part {shard + 1} of {len(shards)}")
+        finished = True
     finally:
         if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+            stop_pool(pool, finished)
     _write_arrow(search_path(folder, DOCS_FILE), pa.concat_tables(docs) if docs else _docs_table([], [], [], [], []))
     _write_arrow(search_path(folder, REFS_FILE),
                  pa.table({"ref": pa.array(range(len(texts)), pa.int32()), "text": pa.array(texts, pa.string())}))
