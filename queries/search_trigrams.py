@@ -11,20 +11,19 @@ from __future__ import annotations
 import numpy as np
 
 CODE_SPACE = 1 << 24
-_LOWER = np.arange(256, dtype=np.uint8)
-_LOWER[ord("A"):ord("Z") + 1] += 32
 
 
 def lowered(data: np.ndarray) -> np.ndarray:
     """`data` (uint8) with ASCII capitals lowered (a copy)."""
-    return _LOWER[data]
+    return data + (((data - np.uint8(ord("A"))) < 26) * np.uint8(32)).astype(np.uint8)
 
 
-def codes_at(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(code, start position) of every trigram of the lowered bytes `data`, positions in no particular order.
+def rare_codes(data: np.ndarray, common: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(code, start position) of every trigram of the lowered bytes `data` whose code is not marked in `common`
+    (a bool per code), positions in no particular order.
 
     Reads the buffer as unaligned little-endian uint32 at each of the four offsets and keeps the low three bytes,
-    so each byte is touched about once per offset instead of three shifted copies being built.
+    so no shifted copies are built, and positions are made only for the trigrams kept (few: most are common).
     """
     n = len(data) - 2
     if n <= 0:
@@ -33,14 +32,12 @@ def codes_at(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     padded[: len(data)] = data
     raw = padded.tobytes()
     codes, starts = [], []
-    for offset in range(4):
-        count = (n - offset + 3) // 4
-        if count <= 0:
-            continue
-        words = np.frombuffer(raw, dtype="<u4", count=count, offset=offset)  # reads 4 bytes at offset + 4i
-        codes.append(words & 0xFFFFFF)
-        starts.append(np.arange(offset, offset + 4 * count, 4, dtype=np.int64))
-    return np.concatenate(codes).astype(np.uint32, copy=False), np.concatenate(starts)
+    for offset in range(min(4, n)):
+        words = np.frombuffer(raw, dtype="<u4", count=(n - offset + 3) // 4, offset=offset) & np.uint32(0xFFFFFF)
+        kept = np.flatnonzero(~common[words])
+        codes.append(words[kept])
+        starts.append(kept * 4 + offset)
+    return np.concatenate(codes), np.concatenate(starts)
 
 
 def pattern_codes(pattern: bytes) -> np.ndarray:

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 from queries.ingest.processes import process_pool, stop_pool
 from queries.ingest.progress import say
-from queries.search_trigrams import CODE_SPACE, codes_at, lowered
+from queries.search_trigrams import CODE_SPACE, lowered, rare_codes
 from queries.store import INDEX_FILE, SEARCH_META, code_path, search_path, search_shard_path
 
 VERSION = 1
@@ -102,10 +102,9 @@ def index_shard(folder: Path, shard: int, ref_chars: np.ndarray) -> tuple[list[b
                 keys[key] = len(texts)
                 texts.append(ref.decode("utf-8"))
             row_ref[first + i] = keys[key]
-        codes, starts = codes_at(lowered(parts.candidates))
-        rare = ~common[codes]
-        rows = np.searchsorted(parts.starts, starts[rare], side="right") - 1 + first
-        pairs.append(np.unique((codes[rare].astype(np.uint64) << 32) | rows.astype(np.uint64)))
+        codes, starts = rare_codes(lowered(parts.candidates), common)
+        rows = np.searchsorted(parts.starts, starts, side="right") - 1 + first
+        pairs.append(np.unique((codes.astype(np.uint64) << 32) | rows.astype(np.uint64)))
         first += batch.num_rows
     pairs = np.sort(np.concatenate(pairs)) if pairs else np.empty(0, np.uint64)
     codes = (pairs >> 32).astype(np.uint32)
@@ -154,6 +153,7 @@ def _common_codes(folder: Path, shards: list[int], ref_chars: list[np.ndarray]) 
     per_group = max(1, pq.read_metadata(code_path(folder, shards[0])).row_group(0).num_rows) if shards else 1
     step = max(1, len(groups) * per_group // SAMPLE_DOCS)
     counts = np.zeros(CODE_SPACE, np.int32)
+    none = np.zeros(CODE_SPACE, bool)
     sampled = 0
     for shard, group in groups[::step]:
         meta = pq.read_metadata(code_path(folder, shard))
@@ -161,7 +161,7 @@ def _common_codes(folder: Path, shards: list[int], ref_chars: list[np.ndarray]) 
         texts = pq.ParquetFile(code_path(folder, shard)).read_row_group(group, columns=["x"]).column(0)
         texts = texts.combine_chunks()
         parts = _split(texts, ref_chars[shards.index(shard)][first : first + len(texts)])
-        codes, starts = codes_at(lowered(parts.candidates))
+        codes, starts = rare_codes(lowered(parts.candidates), none)
         rows = np.searchsorted(parts.starts, starts, side="right") - 1
         distinct = np.unique((codes.astype(np.uint64) << 32) | rows.astype(np.uint64))
         seen, times = np.unique(distinct >> 32, return_counts=True)
