@@ -7,13 +7,16 @@ none, a literal under three bytes or one of only common trigrams, and a store bu
 searched by a full scan (`queries/search_scan.py`, with progress), and the result says so. Matching is always
 `pyarrow.compute.match_substring(_regex)` (linear-time RE2: no catastrophic backtracking), so the index changes
 how many texts are read, never what is found. Returns the first `limit` matching rows in id order with a
-one-line snippet (plain, and HTML-escaped with the match marked), and the total. Program text is not kept.
+one-line snippet (plain, and HTML-escaped with the match marked), and the total. Program text is not kept; the
+matching rows (ids and locations) of recent complete searches are, per store build (`MEMO_BYTES`).
 """
 
 from __future__ import annotations
 
 import html
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +32,7 @@ from queries.search_regex import required_literals
 from queries.search_scan import Group, Scanned, Scanner
 
 MAX_LIMIT = 1000
+MEMO_BYTES = 64 << 20  # matching rows (ids and locations) of recent complete searches, per process
 SNIPPET_CONTEXT = 60
 _OPEN, _CLOSE = "\x00\x01tlx<", "\x00\x01tlx>"
 RESULT_SCHEMA = pa.schema(
@@ -51,6 +55,7 @@ class SearchResult:
     total: int = 0  # matching rows found (all of them when `complete`)
     method: str = "scan"  # "index" (the index alone), "index + verify" (and the texts it chose), "scan" (all)
     note: str = ""  # why the search was a full scan, for the user
+    memoized: bool = False  # the matching rows came from an earlier identical search of the same build
 
 
 def _regex_for(pattern: str, ignore_case: bool) -> str:
@@ -132,15 +137,22 @@ def search_code(store: Path | str, pattern: str, regex: bool = False, limit: int
     def matcher(texts: pa.Array) -> pa.Array:
         return _matches(texts, pattern, regex_or_none, ignore_case)
 
-    index = open_index(db.store.path)
-    scanner = Scanner(db.store.path)
-    if index is None:
-        scanned = scanner.scan(_every_group(scanner, db.store.code_paths), matcher, deadline, progress, allowed)
-        hits = _Hits.of(scanned)
-        method, note = "scan", NO_INDEX_NOTE
+    key = (str(db.store.path), db.store.meta.get("build_id"), pattern, regex, ignore_case, f)
+    memoized = _memo.get(key)
+    if memoized is not None:
+        hits, scanned, method, note = memoized
     else:
-        hits, scanned, method, note = _indexed(index, scanner, pattern, regex, ignore_case, matcher, allowed,
-                                               deadline, progress)
+        index = open_index(db.store.path)
+        scanner = Scanner(db.store.path)
+        if index is None:
+            scanned = scanner.scan(_every_group(scanner, db.store.code_paths), matcher, deadline, progress, allowed)
+            hits = _Hits.of(scanned)
+            method, note = "scan", NO_INDEX_NOTE
+        else:
+            hits, scanned, method, note = _indexed(index, scanner, pattern, regex, ignore_case, matcher, allowed,
+                                                   deadline, progress)
+        if scanned.complete:
+            _memo.put(key, (hits, Scanned([], [], [], scanned.rows_read), method, note), hits.nbytes)
     first = hits.first(limit)
     texts = dict(db.store.programs(first))
     ids = [row_id for row_id, _, _ in first]
@@ -155,7 +167,37 @@ def search_code(store: Path | str, pattern: str, regex: bool = False, limit: int
         total=hits.total,
         method=method,
         note=note,
+        memoized=memoized is not None,
     )
+
+
+class _Memo:
+    """Least recently used answers, bounded by their bytes; a rebuilt store has a new build id, so new keys."""
+
+    def __init__(self, limit: int):
+        self.limit, self.used = limit, 0
+        self.items: OrderedDict[tuple, tuple] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: tuple):
+        with self.lock:
+            if key in self.items:
+                self.items.move_to_end(key)
+                return self.items[key][0]
+            return None
+
+    def put(self, key: tuple, value: tuple, size: int) -> None:
+        with self.lock:
+            if size > self.limit or key in self.items:
+                return
+            self.items[key] = (value, size)
+            self.used += size
+            while self.used > self.limit:
+                _, (_, dropped) = self.items.popitem(last=False)
+                self.used -= dropped
+
+
+_memo = _Memo(MEMO_BYTES)
 
 
 class _Hits:
@@ -166,6 +208,7 @@ class _Hits:
         self.shards = np.concatenate(shards) if shards else np.empty(0, np.int32)
         self.rgs = np.concatenate(rgs) if rgs else np.empty(0, np.int32)
         self.total = len(self.ids)
+        self.nbytes = self.ids.nbytes + self.shards.nbytes + self.rgs.nbytes
 
     @classmethod
     def of(cls, scanned: Scanned, more: tuple | None = None) -> _Hits:

@@ -138,8 +138,10 @@ def test_a_store_without_an_index_searches_by_scan(realworld_store, tmp_path):
     assert result.note == NO_INDEX_NOTE and result.method == "scan" and result.rows_scanned == len(ids)
     assert result.rows["id"].to_pylist() == _expected(ids, texts, "tl.store", False, False)[:LIMIT]
     seen = []
-    api.search_code(old, "tl.store", progress=lambda done, total: seen.append((done, total)))
+    api.search_code(old, "tl.load", progress=lambda done, total: seen.append((done, total)))
     assert seen and seen[-1] == (len(ids), len(ids))
+    again = api.search_code(old, "tl.store", limit=LIMIT)  # the same search again: its rows are remembered
+    assert again.memoized and again.total == result.total and again.rows.equals(result.rows)
 
 
 def test_required_literals():

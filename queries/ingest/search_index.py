@@ -35,8 +35,8 @@ from queries.search_trigrams import CODE_SPACE, lowered, rare_codes
 from queries.store import INDEX_FILE, SEARCH_META, code_path, search_path, search_shard_path
 
 VERSION = 1
-OVERLAP = 1024  # bytes of the reference repeated at the start of the candidate part
-COMMON_SHARE = 0.02
+OVERLAP = 128  # bytes of the reference repeated at the start of the candidate part (more: its tail looks common)
+COMMON_SHARE = 0.05
 SAMPLE_DOCS = 4096
 BATCH_ROWS = 1024
 COMMON_FILE = "common.npy"
