@@ -18,23 +18,25 @@ def lowered(data: np.ndarray) -> np.ndarray:
     return data + (((data - np.uint8(ord("A"))) < 26) * np.uint8(32)).astype(np.uint8)
 
 
-def rare_codes(data: np.ndarray, common: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(code, start position) of every trigram of the lowered bytes `data` whose code is not marked in `common`
-    (a bool per code), positions in no particular order.
+def rare_codes(data: np.ndarray, keep: np.ndarray, length: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(code, start position) of every trigram of the lowered bytes `data[:length]` whose code `keep` (a bool per
+    code) marks, positions in no particular order.
 
     Reads the buffer as unaligned little-endian uint32 at each of the four offsets and keeps the low three bytes,
     so no shifted copies are built, and positions are made only for the trigrams kept (few: most are common).
+    The last word read ends one byte past `length`: a `data` with a byte to spare after `length` is read in
+    place, else it is copied once.
     """
-    n = len(data) - 2
+    length = len(data) if length is None else length
+    n = length - 2
     if n <= 0:
         return np.empty(0, np.uint32), np.empty(0, np.int64)
-    padded = np.zeros(len(data) + 4, np.uint8)
-    padded[: len(data)] = data
-    raw = padded.tobytes()
+    if len(data) < length + 1:
+        data = np.append(data[:length], np.uint8(0))
     codes, starts = [], []
     for offset in range(min(4, n)):
-        words = np.frombuffer(raw, dtype="<u4", count=(n - offset + 3) // 4, offset=offset) & np.uint32(0xFFFFFF)
-        kept = np.flatnonzero(~common[words])
+        words = np.frombuffer(data, dtype="<u4", count=(n - offset + 3) // 4, offset=offset) & np.uint32(0xFFFFFF)
+        kept = np.flatnonzero(keep[words])
         codes.append(words[kept])
         starts.append(kept * 4 + offset)
     return np.concatenate(codes), np.concatenate(starts)
