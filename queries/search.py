@@ -200,6 +200,12 @@ class _Memo:
 _memo = _Memo(MEMO_BYTES)
 
 
+def forget_searches() -> None:
+    """Drop the remembered answers (benchmarks time the search itself)."""
+    global _memo
+    _memo = _Memo(MEMO_BYTES)
+
+
 class _Hits:
     """Matching rows as (id, shard, row group) columns; `first(n)` sorts only to pick the first n ids."""
 
