@@ -33,7 +33,7 @@ def required_literals(pattern: str) -> tuple[list[str], bool]:
         return [], False
     runs: list[str] = []
     _collect(list(parsed), runs)
-    literals = sorted({run for run in runs if len(run.encode("utf-8")) >= MIN_LITERAL}, key=len, reverse=True)
+    literals = sorted({run for run in runs if len(run.encode("utf-8")) >= MIN_LITERAL}, key=lambda r: (-len(r), r))
     return literals, bool(flags & sre.SRE_FLAG_IGNORECASE)
 
 
