@@ -38,8 +38,8 @@ _OPEN, _CLOSE = "\x00\x01tlx<", "\x00\x01tlx>"
 RESULT_SCHEMA = pa.schema(
     [("id", pa.string()), ("line", pa.int64()), ("snippet", pa.string()), ("snippet_html", pa.string())]
 )
-NO_INDEX_NOTE = ("this store has no search index (built before it existed): searched by full scan; "
-                 "ingesting it again builds the index")
+NO_INDEX_NOTE = ("this store has no search index that this version reads (built before it existed, or "
+                 "damaged): searched by full scan; ingesting it again builds the index")
 
 
 class SearchError(ValueError):

@@ -22,9 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from queries.search_trigrams import pattern_codes
-from queries.store import SEARCH_META, search_path, search_shard_path
+from queries.store import SEARCH_INDEX_VERSION, SEARCH_META, search_path, search_shard_path
 
-VERSION = 1
 UTF8_MAX = 4  # bytes a character can take: an ignore-case match may be longer in bytes than the literal
 # letters whose case-insensitive matches include characters outside ASCII (KELVIN SIGN, LONG S), so their
 # trigrams are not used for ignore-case searches
@@ -40,8 +39,8 @@ class LiteralRows:
 class SearchIndex:
     def __init__(self, store: Path):
         meta = json.loads(search_path(store, SEARCH_META).read_text())
-        if meta.get("version") != VERSION:
-            raise ValueError(f"search index version {meta.get('version')!r}, this code reads {VERSION}")
+        if meta.get("version") != SEARCH_INDEX_VERSION:
+            raise ValueError(f"search index version {meta.get('version')!r}, this code reads {SEARCH_INDEX_VERSION}")
         self.store, self.overlap = store, int(meta["overlap"])
         self.docs = _mapped(search_path(store, "docs.arrow"))
         self.refs = _mapped(search_path(store, "refs.arrow"))
@@ -116,7 +115,8 @@ KEEP_OPEN = 4
 
 
 def open_index(store: Path) -> SearchIndex | None:
-    """The store's search index (kept open per store and build), or None when the store has none."""
+    """The store's search index (kept open per store and build), or None when the store has none this code
+    reads (built before the index existed, by another version of it, or damaged)."""
     meta = search_path(store, SEARCH_META)
     try:
         key = (str(meta), meta.stat().st_mtime)
@@ -126,5 +126,8 @@ def open_index(store: Path) -> SearchIndex | None:
         if key not in _OPEN:
             while len(_OPEN) >= KEEP_OPEN:  # a rebuilt store's old index goes, in time
                 _OPEN.pop(next(iter(_OPEN)))
-            _OPEN[key] = SearchIndex(Path(store))
+            try:
+                _OPEN[key] = SearchIndex(Path(store))
+            except (OSError, ValueError, KeyError, pa.ArrowException):
+                return None
         return _OPEN[key]

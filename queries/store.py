@@ -28,6 +28,7 @@ INDEX_FILE = "index.parquet"
 CODE_DIR = "code"
 SEARCH_DIR = "search"  # the code search index (queries/ingest/search_index.py writes it, queries/search_index.py reads)
 SEARCH_META = "index.json"
+SEARCH_INDEX_VERSION = 1  # of the files under SEARCH_DIR; another version is not read (search scans instead)
 LOCATION_COLUMNS = ("code_shard", "code_rg")  # where a row's text is: code part, row group within it
 
 INDEX_SCHEMA = pa.schema([

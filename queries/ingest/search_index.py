@@ -32,9 +32,15 @@ import pyarrow.parquet as pq
 from queries.ingest.processes import process_pool, stop_pool
 from queries.ingest.progress import say
 from queries.search_trigrams import CODE_SPACE, lowered, rare_codes
-from queries.store import INDEX_FILE, SEARCH_META, code_path, search_path, search_shard_path
+from queries.store import (
+    INDEX_FILE,
+    SEARCH_INDEX_VERSION,
+    SEARCH_META,
+    code_path,
+    search_path,
+    search_shard_path,
+)
 
-VERSION = 1
 OVERLAP = 128  # bytes of the reference repeated at the start of the candidate part (more: its tail looks common)
 COMMON_SHARE = 0.05
 SAMPLE_DOCS = 4096
@@ -78,7 +84,7 @@ def build_search_index(folder: Path, workers: int, progress: bool) -> dict:
     _write_arrow(search_path(folder, DOCS_FILE), pa.concat_tables(docs) if docs else _docs_table([], [], [], [], []))
     _write_arrow(search_path(folder, REFS_FILE),
                  pa.table({"ref": pa.array(range(len(texts)), pa.int32()), "text": pa.array(texts, pa.string())}))
-    meta = {"version": VERSION, "overlap": OVERLAP, "common_share": COMMON_SHARE, "docs": index.num_rows,
+    meta = {"version": SEARCH_INDEX_VERSION, "overlap": OVERLAP, "common_share": COMMON_SHARE, "docs": index.num_rows,
             "refs": len(texts), "seconds": round(time.monotonic() - started, 2)}
     search_path(folder, SEARCH_META).write_text(json.dumps(meta))
     return meta
