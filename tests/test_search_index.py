@@ -144,6 +144,16 @@ def test_a_store_without_an_index_searches_by_scan(realworld_store, tmp_path):
     assert again.memoized and again.total == result.total and again.rows.equals(result.rows)
 
 
+def test_an_index_of_another_version_is_not_read(realworld_store, tmp_path):
+    other = tmp_path / "other-version"
+    shutil.copytree(realworld_store, other)
+    meta = other / SEARCH_DIR / "index.json"
+    meta.write_text(meta.read_text().replace('"version": 1', '"version": 99'))
+    ids, texts, _ = _programs(other)
+    result = api.search_code(other, "tl.store", limit=LIMIT)
+    assert result.note == NO_INDEX_NOTE and result.total == len(_expected(ids, texts, "tl.store", False, False))
+
+
 def test_required_literals():
     assert required_literals(r"tl\.dot\(.*allow_tf32") == (["allow_tf32", "tl.dot("], False)
     assert required_literals(r"(?i)abc(de|fg)hij") == (["abc", "hij"], True)
