@@ -147,8 +147,9 @@ def search_code(store: Path | str, pattern: str, regex: bool = False, limit: int
     def matcher(texts: pa.Array) -> pa.Array:
         return _matches(texts, pattern, regex_or_none, ignore_case)
 
-    key = (str(db.store.path), db.store.meta.get("build_id"), pattern, regex, ignore_case, f)
-    memoized = _memo.get(key)
+    # filtered searches are not remembered: a filter on measured verdicts changes with new run results
+    key = (str(db.store.path), db.store.meta.get("build_id"), pattern, regex, ignore_case) if f.is_empty else None
+    memoized = _memo.get(key) if key is not None else None
     if memoized is not None:
         hits, scanned, method, note = memoized
     else:
@@ -161,7 +162,7 @@ def search_code(store: Path | str, pattern: str, regex: bool = False, limit: int
         else:
             hits, scanned, method, note = _indexed(index, scanner, pattern, regex, ignore_case, matcher, allowed,
                                                    deadline, progress)
-        if scanned.complete:
+        if scanned.complete and key is not None:
             _memo.put(key, (hits, Scanned([], [], [], scanned.rows_read), method, note), hits.nbytes)
     first = hits.first(limit)
     texts = dict(db.store.programs(first))
