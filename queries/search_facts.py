@@ -1,6 +1,6 @@
 """Search hits with what a reader needs to pick one (problem title, label, latest verdict) and how many rows
-match in all. A wrapper over `queries.search.search_code`, whose scan it leaves alone: it asks for up to
-`search.MAX_LIMIT` hits (the count), shows the first `limit` and joins their index rows."""
+match in all: a wrapper over `queries.search.search_code` (complete, with the exact total) that joins the
+index rows of the hits it shows."""
 
 from __future__ import annotations
 
@@ -11,28 +11,27 @@ import pyarrow as pa
 
 from queries.db import connect
 from queries.filters import NO_FILTERS, Filters
-from queries.search import MAX_LIMIT, search_code
+from collections.abc import Callable
+
+from queries.search import search_code
 
 
 @dataclass(frozen=True)
 class SearchHits:
     rows: pa.Table  # id, title, y, ok, measured_status, measured_error, line, snippet, snippet_html
     hits: int  # matching rows found (all of them when `counted_all`)
-    counted_all: bool  # every program was searched, so `hits` is the true count
+    counted_all: bool  # every program that could match was searched, so `hits` is the true count
     rows_scanned: int
     elapsed_s: float
-
-    @property
-    def capped(self) -> bool:
-        """The count stopped at `MAX_LIMIT` hits (not the time budget)."""
-        return self.hits >= MAX_LIMIT
+    method: str  # how the search answered (`queries.search.SearchResult.method`)
+    note: str  # why it was a full scan, for the user
 
 
 def search_hits(store: Path | str, pattern: str, *, regex: bool = False, limit: int = 100,
-                time_budget_s: float = 1.0, f: Filters = NO_FILTERS, ignore_case: bool = False) -> SearchHits:
-    """The first `limit` matching rows with their facts, and the number of matching rows (up to MAX_LIMIT)."""
-    found = search_code(store, pattern, regex=regex, limit=MAX_LIMIT, time_budget_s=time_budget_s, f=f,
-                        ignore_case=ignore_case)
-    shown = found.rows.slice(0, max(int(limit), 0))
-    rows = connect(store).execute("search_facts", tables={"hits": shown})
-    return SearchHits(rows, found.rows.num_rows, found.complete, found.rows_scanned, found.elapsed_s)
+                time_budget_s: float | None = None, f: Filters = NO_FILTERS, ignore_case: bool = False,
+                progress: Callable[[int, int], None] | None = None) -> SearchHits:
+    """The first `limit` matching rows with their facts, and the number of matching rows."""
+    found = search_code(store, pattern, regex=regex, limit=limit, time_budget_s=time_budget_s, f=f,
+                        ignore_case=ignore_case, progress=progress)
+    rows = connect(store).execute("search_facts", tables={"hits": found.rows})
+    return SearchHits(rows, found.total, found.complete, found.rows_scanned, found.elapsed_s, found.method, found.note)

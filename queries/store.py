@@ -27,6 +27,9 @@ SCHEMA_VERSION = 2  # 2: index column program_sha256
 META_FILE = "meta.json"
 INDEX_FILE = "index.parquet"
 CODE_DIR = "code"
+SEARCH_DIR = "search"  # the code search index (queries/ingest/search_index.py writes it, queries/search_index.py reads)
+SEARCH_META = "index.json"
+SEARCH_INDEX_VERSION = 1  # of the files under SEARCH_DIR; another version is not read (search scans instead)
 LOCATION_COLUMNS = ("code_shard", "code_rg")  # where a row's text is: code part, row group within it
 # columns a store of this schema version may lack (built before them): readers treat them as "not checked"
 OPTIONAL_COLUMNS = ("static_flags",)
@@ -47,6 +50,16 @@ CODE_SCHEMA = pa.schema([("id", pa.string()), ("x", pa.string())])
 def code_path(store: Path, shard: int) -> Path:
     """The code shard `shard` of the store (or build folder) `store`."""
     return Path(store) / CODE_DIR / f"part-{shard:05d}.parquet"
+
+
+def search_path(store: Path, name: str) -> Path:
+    """A file of the code search index of the store (or build folder) `store`."""
+    return Path(store) / SEARCH_DIR / name
+
+
+def search_shard_path(store: Path, shard: int, kind: str) -> Path:
+    """The search index's `kind` array (trigrams, offsets, postings) for code shard `shard`."""
+    return search_path(store, f"part-{shard:05d}.{kind}.npy")
 
 
 class StoreError(TlxError, RuntimeError):

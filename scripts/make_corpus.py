@@ -1,7 +1,7 @@
 """Generate a corpus shaped like the real dataset from real programs, for ingest and query benchmarks only.
 
     python scripts/make_corpus.py --rows 601000 --out .bench/corpus [--real ../shared/data/realworld]
-                                  [--one-row-group] [--seed 0]
+                                  [--one-row-group] [--one-file] [--top-share 0.55] [--seed 0]
 
 Every row starts from a real program of `--real` (KernelBench references with LLM-written Triton candidates):
 train rows from its train.parquet, test rows (with their `problem_id` and `holdout_group`) from its test.parquet,
@@ -13,7 +13,9 @@ are redrawn (32 such variants per real program), and each row renames one name a
 alike: the files compress ~3-4x like the real ones, not 27x like
 templates. About 1 in 5000 candidates has its kernels repeated to ~300k characters; ~35% of `y` is null.
 `--one-row-group` writes each file as a single row group (the worst case for a streaming reader; needs the whole
-file in memory while writing).
+file in memory while writing). `--one-file` writes every row into one `train.parquet` (test's rows last, with
+their `problem_id` and `holdout_group`; the real train split is one 544k-row file too); `--top-share S` gives one
+problem a share S of the rows (in the real data one problem holds over half of them).
 """
 
 from __future__ import annotations
@@ -122,29 +124,34 @@ def load_bases(real: Path, split: str) -> tuple[list[Base], list[str]]:
     return bases, vocabulary
 
 
-def _write(path: Path, columns: dict, programs, one_row_group: bool, chunk: int) -> None:
+def _write(writer: pq.ParquetWriter, columns: dict, programs, one_row_group: bool, chunk: int) -> None:
     """Write programs (an iterator of lists) with their other columns, chunk by chunk or as one row group."""
-    schema = pa.schema([("x", pa.large_string()), ("y", pa.float64())]
-                       + [(k, pa.string()) for k in columns if k not in ("y",)])
+    schema = writer.schema
     tables = []
-    with pq.ParquetWriter(path, schema, compression="zstd") as writer:
-        start = 0
-        for texts in programs:
-            data = {"x": pa.array(texts, pa.large_string())}
-            data |= {k: v[start : start + len(texts)] for k, v in columns.items()}
-            table = pa.table(data, schema=schema)
-            start += len(texts)
-            if one_row_group:
-                tables.append(table)
-            else:
-                writer.write_table(table, row_group_size=chunk)
+    start = 0
+    for texts in programs:
+        data = {"x": pa.array(texts, pa.large_string())}
+        data |= {k: v[start : start + len(texts)] for k, v in columns.items()}
+        data |= {k: pa.nulls(len(texts), pa.string()) for k in schema.names if k not in data}
+        table = pa.table(data, schema=schema)
+        start += len(texts)
         if one_row_group:
-            table = pa.concat_tables(tables)
-            writer.write_table(table, row_group_size=table.num_rows)
+            tables.append(table)
+        else:
+            writer.write_table(table, row_group_size=chunk)
+    if one_row_group:
+        table = pa.concat_tables(tables)
+        writer.write_table(table, row_group_size=table.num_rows)
 
 
-def _skewed_choice(rng: np.random.Generator, bases: list[Base], n: int) -> np.ndarray:
-    """Base indices for n rows: problems (grouped by reference) drawn with skewed weights, then a base of it."""
+def _schema(with_test_columns: bool) -> pa.Schema:
+    test_columns = [("problem_id", pa.string()), ("holdout_group", pa.string())] if with_test_columns else []
+    return pa.schema([("x", pa.large_string()), ("y", pa.float64()), *test_columns])
+
+
+def _skewed_choice(rng: np.random.Generator, bases: list[Base], n: int, top_share: float) -> np.ndarray:
+    """Base indices for n rows: problems (grouped by reference) drawn with skewed weights (the first of them
+    given at least `top_share` of the rows), then a base of it."""
     by_problem: dict[str, list[int]] = {}
     for i, b in enumerate(bases):
         by_problem.setdefault(b.reference, []).append(i)
@@ -152,6 +159,7 @@ def _skewed_choice(rng: np.random.Generator, bases: list[Base], n: int) -> np.nd
     order = rng.permutation(len(groups))
     weights = 1.0 / np.arange(1, len(groups) + 1) ** 0.8
     problems = order[rng.choice(len(groups), size=n, p=weights / weights.sum())]
+    problems[rng.random(n) < top_share] = order[0]
     return np.array([groups[p][rng.integers(len(groups[p]))] for p in problems.tolist()], np.int64)
 
 
@@ -161,6 +169,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--real", type=Path, default=REAL, help="folder with the real train/test.parquet")
     parser.add_argument("--one-row-group", action="store_true")
+    parser.add_argument("--one-file", action="store_true", help="every row in one train.parquet")
+    parser.add_argument("--top-share", type=float, default=0.0, help="share of the rows one problem holds")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     started = time.monotonic()
@@ -168,9 +178,10 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     n_test = max(1, round(args.rows * 0.095))
     chunk = 20_000
+    one = pq.ParquetWriter(args.out / "train.parquet", _schema(True), compression="zstd") if args.one_file else None
     for split, n in (("test", n_test), ("train", args.rows - n_test)):
         bases, vocabulary = load_bases(args.real, split)
-        picks = _skewed_choice(rng, bases, n)
+        picks = _skewed_choice(rng, bases, n, args.top_share)
         y = np.where(rng.random(n) < 0.35, np.nan, rng.lognormal(-2, 1.5, n))
         columns = {"y": pa.array(y, from_pandas=True)}
         if split == "test":
@@ -180,14 +191,24 @@ def main() -> None:
         texts = Programs(bases, rng, vocabulary)
         programs = ([texts.text(int(picks[i]), bool(big[i])) for i in range(s, min(s + chunk, n))]
                     for s in range(0, n, chunk))
+        if one is not None:
+            _write(one, columns, programs, args.one_row_group, chunk)
+            print(f"{split}: {n:,} rows into {args.out / 'train.parquet'} ({time.monotonic() - started:.0f} s)")
+            continue
         path = args.out / f"{split}.parquet"
-        _write(path, columns, programs, args.one_row_group, chunk)
-        raw = pq.read_metadata(path)
-        x_bytes = [raw.row_group(g).column(0) for g in range(raw.num_row_groups)]
-        ratio = sum(c.total_uncompressed_size for c in x_bytes) / sum(c.total_compressed_size for c in x_bytes)
-        print(f"{split}: {n:,} rows, {path.stat().st_size / 1e6:,.0f} MB, x compresses {ratio:.1f}x "
-              f"({time.monotonic() - started:.0f} s)")
+        with pq.ParquetWriter(path, _schema(split == "test"), compression="zstd") as writer:
+            _write(writer, columns, programs, args.one_row_group, chunk)
+        _report(path, f"{split}: {n:,} rows", started)
+    if one is not None:
+        one.close()
+        _report(args.out / "train.parquet", f"one file: {args.rows:,} rows", started)
 
+
+def _report(path: Path, what: str, started: float) -> None:
+    raw = pq.read_metadata(path)
+    x_bytes = [raw.row_group(g).column(0) for g in range(raw.num_row_groups)]
+    ratio = sum(c.total_uncompressed_size for c in x_bytes) / sum(c.total_compressed_size for c in x_bytes)
+    print(f"{what}, {path.stat().st_size / 1e6:,.0f} MB, x compresses {ratio:.1f}x ({time.monotonic() - started:.0f} s)")
 
 if __name__ == "__main__":
     main()

@@ -3,17 +3,18 @@
 DuckDB reads each file and computes every row's fields by text rules (`queries/ingest/scan.py`), in parallel and
 within a memory limit whatever the file's row groups; the code writer compresses on another thread meanwhile.
 When DuckDB cannot read a file cleanly (binary or invalid UTF-8 `x`, a corrupt page), what was written for that
-file is dropped and the file is read again by the Python streaming reader (`queries/ingest/read.py`), whose
-per-row rejects and error messages are the reference behaviour. Problem keys and titles are computed in Python
+file is dropped (its code parts, and its index rows spilled to the build folder: `file_rows.py`) and the file is
+read again by the Python streaming reader (`queries/ingest/read.py`), whose per-row rejects and error messages
+are the reference behaviour. Problem keys and titles are computed in Python
 once per distinct text before the cut; `queries/sql/ingest_index.sql` joins them back, maps test problem ids
 onto train rows and writes the index sorted by id.
 """
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,7 @@ import pyarrow.parquet as pq
 
 from common.errors import TlxError
 from queries.ingest.code_writer import CodeWriter
+from queries.ingest.file_rows import FileRows
 from queries.ingest.program_fields import FieldWorkers
 from queries.ingest.progress import Progress, say
 from queries.ingest.read import BadFile, read_batches, x_is_text
@@ -34,6 +36,7 @@ from queries.store import INDEX_FILE, INDEX_SCHEMA, code_path
 MAX_REJECTS_KEPT = 1000
 DUCKDB_MEMORY_LIMIT = "1GB"
 DUCKDB_BATCH_ROWS = 2048
+SPILL_DIR = "index-parts"  # in the build folder: each file's index rows until the index is written
 
 class IngestError(TlxError, RuntimeError):
     """The build could not complete; the previous store (if any) is untouched."""
@@ -64,24 +67,6 @@ class Rejects:
             say(f"rejected {file} row {row}: {reason} ({detail})")
 
 
-class _FileRows:
-    """What one source file contributed; kept apart until the file is done, so a failed fast read is undone."""
-
-    def __init__(self):
-        self.pending: list[tuple[pa.Table, Future]] = []  # index rows, and their `program_fields` to come
-        self.rejects: list[tuple[int, str, str]] = []
-        self.rows_read = 0
-
-    def index(self) -> list[pa.Table]:
-        """The file's index rows, once their `program_fields` are in."""
-        parts = []
-        for table, fields in self.pending:
-            for name, column in fields.result().items():
-                table = table.append_column(name, column)
-            parts.append(table)
-        return parts
-
-
 def build(checked: list, bad: list[dict], tmp: Path, opts: Options) -> dict:
     """Write code shards and index.parquet into `tmp`; returns the summary's accounting fields."""
     code_path(tmp, 0).parent.mkdir(parents=True)
@@ -99,8 +84,10 @@ def build(checked: list, bad: list[dict], tmp: Path, opts: Options) -> dict:
                             "bytes": f.path.stat().st_size})
         reader.writer.close()
         reader.meter.done()
-        index_parts = [part for got in files for part in got.index()]
+        index_parts = [part for part in (got.index() for got in files) if part is not None]
         index = _write_index(tmp, index_parts, reader.refs, reader.writer, opts.workers)
+        del index_parts
+        shutil.rmtree(tmp / SPILL_DIR, ignore_errors=True)
     except BaseException:
         reader.writer.abort()
         raise
@@ -125,18 +112,22 @@ class _Reader:
     """Reads source files into the code writer; `refs` collects each distinct text before the cut."""
 
     def __init__(self, tmp: Path, opts: Options, bad: list[dict], total_rows: int):
-        self.opts, self.bad = opts, bad
+        self.opts, self.bad, self.tmp, self.files = opts, bad, tmp, 0
         self.con = connect(opts.workers, DUCKDB_MEMORY_LIMIT)
         self.writer = CodeWriter(tmp, opts.group_rows, opts.shard_rows)
         self.meter = Progress(total_rows, opts.progress)
         self.refs = References(opts.workers)
         self.fields = FieldWorkers(opts.workers, total_rows, tmp / "handover")
 
-    def read_file(self, f, columns: list[str], first_row: int, rows: int) -> _FileRows:
+    def _file_rows(self) -> FileRows:
+        self.files += 1
+        return FileRows(self.tmp / SPILL_DIR / f"file-{self.files}.arrow", max_pending=4 * self.opts.workers)
+
+    def read_file(self, f, columns: list[str], first_row: int, rows: int) -> FileRows:
         """The rows of one file: DuckDB's fast read, or, when that fails, the Python reader's."""
         first_part = self.writer.start_file()
         if x_is_text(f.path):
-            got = _FileRows()
+            got = self._file_rows()
             batch_rows = max(1, DUCKDB_BATCH_ROWS // self.opts.group_rows) * self.opts.group_rows
             try:
                 for rb in _reading(scan_parquet(self.con, f, columns, first_row, batch_rows)):
@@ -146,12 +137,13 @@ class _Reader:
             except _FastReadFailed as failed:
                 say(f"{f.path}: reading it again row by row ({str(failed.__cause__).splitlines()[0][:300]})")
                 self.meter.advance(-got.rows_read, f.path.name)
+                got.discard()
                 self.writer.drop_from(first_part)
                 self.writer.start_file()
         return self._read_decoded(f, columns, first_row, rows)
 
-    def _read_decoded(self, f, columns: list[str], first_row: int, rows: int) -> _FileRows:
-        got = _FileRows()
+    def _read_decoded(self, f, columns: list[str], first_row: int, rows: int) -> FileRows:
+        got = self._file_rows()
         try:
             for batch in read_batches(f, columns, self.opts.batch_rows, first_row):
                 got.rejects += batch.rejects
@@ -166,7 +158,7 @@ class _Reader:
             say(f"stopped reading {exc}; kept its first {got.rows_read} rows")
         return got
 
-    def _add(self, got: _FileRows, rb: pa.RecordBatch, keep_rejects: bool) -> None:
+    def _add(self, got: FileRows, rb: pa.RecordBatch, keep_rejects: bool) -> None:
         finished = finish_batch(rb, self.refs)
         if keep_rejects:
             got.rejects += finished.rejects
@@ -175,8 +167,8 @@ class _Reader:
             self.refs.add(key, text)
         parts, positions = self.writer.add(finished.ids, finished.texts)
         fields = self.fields.submit(finished.texts, finished.cut_bytes)
-        got.pending.append((finished.index.append_column("code_shard", pa.array(parts))
-                            .append_column("code_position", pa.array(positions)), fields))
+        got.add(finished.index.append_column("code_shard", pa.array(parts))
+                .append_column("code_position", pa.array(positions)), fields)
 
 
 class _FastReadFailed(Exception):

@@ -1,9 +1,10 @@
 """Build a store from source Parquet files, in two stages.
 
 Stage 1 (`build.py`) reads every file once with DuckDB, writes the code shards and an index whose fields come
-from text rules, in a temporary folder next to the target, and swaps it in only when complete: a failed build
-leaves the previous store as it was, and so does a build that would index no row or far fewer than the store it
-replaces (unless `allow_shrink`). Every row read is either indexed or rejected with a reason, and the rows of
+from text rules, then the code search index (`search_index.py`), in a temporary folder next to the target, and
+swaps it in only when complete: a failed or interrupted build (SIGINT or SIGTERM) leaves the previous store as it
+was, and so does a build that would index no row or far fewer than the store it replaces (unless
+`allow_shrink`); a later build removes the folders that killed builds left. Every row read is either indexed or rejected with a reason, and the rows of
 files refused with `skip_bad_files` are counted as unread; the summary (printed and kept in meta.json) accounts
 for all of them. The store is usable from then on. Stage 2 (`syntax_check.py`) then compiles every program to
 mark syntax errors, rewriting index.parquet and meta.json in place; skipped with `syntax_check=False`, it can run
@@ -12,6 +13,7 @@ later (`python -m queries check-syntax`). Layout: docs/ARCHITECTURE.md, section 
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -24,6 +26,8 @@ from pathlib import Path
 from queries.ingest.build import IngestError, Options, build
 from queries.ingest.progress import say
 from queries.ingest.read import BadFile, check_file
+from queries.ingest.search_index import build_search_index
+from queries.ingest.signals import sigterm_interrupts
 from queries.ingest.sources import resolve_sources
 from queries.ingest.syntax_check import check_syntax
 from queries.store import META_FILE, SCHEMA_VERSION, write_meta
@@ -33,6 +37,7 @@ __all__ = ["IngestError", "format_summary", "ingest"]
 SHRINK_LIMIT = 0.5  # a build below this share of the replaced store's rows needs allow_shrink
 
 
+@sigterm_interrupts
 def ingest(
     sources: list[str],
     store: str | Path,
@@ -75,11 +80,13 @@ def ingest(
         say(f"warning: {d['file']} has the same content as {d['same_as']}; its rows are indexed again")
     workers = workers or os.cpu_count() or 1
     store.parent.mkdir(parents=True, exist_ok=True)
+    _clear_dead_builds(store)
     tmp = store.parent / f".{store.name}.building-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         options = Options(workers, batch_rows, code_rows_per_group, rows_per_shard, skip_bad_files, progress)
         summary = build(checked, bad, tmp, options)
+        summary["search_index"] = build_search_index(tmp, workers, progress)
         summary.update(
             duplicate_files=duplicates,
             schema_version=SCHEMA_VERSION,
@@ -108,6 +115,28 @@ def ingest(
                 f"`python -m queries check-syntax --store {store}` finishes it")
             raise
     return summary
+
+
+def _clear_dead_builds(store: Path) -> None:
+    """Remove the build folders (`.STORE.building-PID`, `.STORE.old-PID`) that builds of `store` left when they
+    were killed (SIGKILL, a crash, the machine going down): those whose process is gone. A live build's folder,
+    or that of a process reusing the pid, is left alone."""
+    for folder in store.parent.glob(f".{glob.escape(store.name)}.*-*"):
+        kind, _, pid = folder.name[len(store.name) + 2 :].rpartition("-")
+        if kind not in ("building", "old") or not pid.isdigit() or not folder.is_dir() or _alive(int(pid)):
+            continue
+        say(f"removing {folder}, left by a build that ended without cleaning up (process {pid} is gone)")
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 def _refuse_shrinking(summary: dict, store: Path) -> None:

@@ -28,9 +28,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from common.errors import TlxError
-from queries.ingest.processes import process_pool
+from queries.ingest.processes import process_pool, stop_pool
 from queries.ingest.progress import Progress, say
 from queries.static_checks import ReferenceInfo, reference_info, static_flags
+from queries.ingest.signals import sigterm_interrupts
 from queries.store import INDEX_FILE, META_FILE, Store, code_path, replace_file, write_meta
 
 PARALLEL_MIN_ROWS = 5000  # below this, starting worker processes costs more than it saves
@@ -45,6 +46,7 @@ class SyntaxCheckError(TlxError, RuntimeError):
     """The syntax check could not finish; the store stays as stage 1 wrote it."""
 
 
+@sigterm_interrupts
 def check_syntax(store: str | Path, *, workers: int | None = None, progress: bool = True) -> dict:
     """Run stage 2 on `store`; returns (and records in meta.json) `{done, rows, syntax_errors, seconds}`."""
     started = time.monotonic()
@@ -85,8 +87,8 @@ def _run(tasks: list, workers: int, rows: int, meter: Progress) -> dict[str, lis
                 bad.update(found)
                 meter.advance(checked, "syntax check")
             finished = True
-        finally:  # interrupted or failed: drop the queued work instead of waiting for it
-            pool.shutdown(wait=finished, cancel_futures=not finished)
+        finally:  # interrupted or failed: the workers are stopped, their work dropped
+            stop_pool(pool, finished)
     else:
         for task in tasks:
             checked, found = check_rows(*task)

@@ -1,0 +1,163 @@
+"""The code search index answers exactly what a full scan of every program finds.
+
+Stores: the fixture store, and one ingested from `../shared/data/realworld/` (real programs) with small code
+shards and row groups, so that posting lists span several shards. The reference answer is Arrow's own match
+over every program text, read straight from the code shards.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from queries import api
+from queries.search import NO_INDEX_NOTE
+from queries.search_regex import required_literals
+from queries.store import SEARCH_DIR, Store
+
+REALWORLD = Path(__file__).resolve().parents[2] / "shared" / "data" / "realworld"
+LIMIT = 200
+
+pytestmark = pytest.mark.usefixtures("empty_runs")
+
+
+@pytest.fixture(scope="module")
+def realworld_store(tmp_path_factory) -> Path:
+    if not (REALWORLD / "train.parquet").is_file():
+        pytest.skip(f"{REALWORLD} not present")
+    from queries.ingest import ingest
+
+    store = tmp_path_factory.mktemp("realworld") / "store"
+    ingest([str(REALWORLD)], store, progress=False, workers=2, code_rows_per_group=16, rows_per_shard=512,
+           syntax_check=False)
+    return store
+
+
+def _programs(store: Path) -> tuple[pa.Array, pa.Array, list[int]]:
+    """(ids, texts, reference length of each) of every row, in id order."""
+    table = pa.concat_tables(pq.read_table(p, columns=["id", "x"]) for p in Store(store).code_paths)
+    table = table.take(pc.sort_indices(table["id"]))
+    refs = Store(store).read_index(["id", "ref_chars"])
+    ref_chars = dict(zip(refs["id"].to_pylist(), refs["ref_chars"].to_pylist(), strict=True))
+    return table["id"].combine_chunks(), table["x"].combine_chunks(), [ref_chars[i] for i in table["id"].to_pylist()]
+
+
+def _expected(ids: pa.Array, texts: pa.Array, pattern: str, regex: bool, ignore_case: bool) -> list[str]:
+    if regex:
+        hit = pc.match_substring_regex(texts, ("(?i)" if ignore_case else "") + pattern)
+    else:
+        hit = pc.match_substring(texts, pattern, ignore_case=ignore_case)
+    return ids.filter(hit).to_pylist()
+
+
+def _patterns(texts: list[str], ref_chars: list[int], count: int, seed: int) -> list[str]:
+    """Random substrings of programs (some across the cut between reference and candidate), absent strings,
+    Unicode, and 1-2 character patterns."""
+    rng = random.Random(seed)
+    found = []
+    for _ in range(count):
+        x = rng.choice(texts)
+        length = rng.choice([1, 2, 3, 4, 6, 9, 14, 25, 60, 300])
+        start = rng.randrange(max(1, len(x) - length))
+        found.append(x[start : start + length])
+    for x, cut in rng.sample(list(zip(texts, ref_chars, strict=True)), min(30, len(texts))):  # across the cut
+        found.append(x[max(0, cut - rng.randrange(1, 40)) : cut + rng.randrange(1, 40)])
+        found.append(x[max(0, cut - 1500) : cut + 20])  # longer than the index's overlap before the cut
+    non_ascii = sorted({ch for x in texts for ch in x if ord(ch) > 127})
+    found += non_ascii[:20] + ["ümlaut ✓", "日本語", "🚀 kernel", "\u212aernel", "\u017ftride"]
+    found += ["no such text anywhere 1234", "tl.load(qqq", "__zz__", "\x00", "x" * 5000, "Model", "tl.", "()"]
+    return [p for p in dict.fromkeys(found) if p]
+
+
+def _check(store: Path, ids, texts, pattern: str, regex: bool = False, ignore_case: bool = False) -> None:
+    result = api.search_code(store, pattern, regex=regex, ignore_case=ignore_case, limit=LIMIT)
+    expected = _expected(ids, texts, pattern, regex, ignore_case)
+    got = result.rows["id"].to_pylist()
+    context = f"pattern {pattern[:60]!r} regex={regex} ignore_case={ignore_case} ({result.method})"
+    assert result.complete, context
+    assert result.total == len(expected), context
+    assert got == expected[:LIMIT], context
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_literals_equal_a_full_scan_on_real_programs(realworld_store, seed):
+    ids, texts, ref_chars = _programs(realworld_store)
+    patterns = _patterns(texts.to_pylist(), ref_chars, 120, seed)
+    assert len(patterns) > 150
+    methods = set()
+    for pattern in patterns:
+        _check(realworld_store, ids, texts, pattern)
+        _check(realworld_store, ids, texts, pattern.swapcase() if seed == 1 else pattern.upper(), ignore_case=True)
+        methods.add(api.search_code(realworld_store, pattern, limit=1).method)
+    assert {"index", "index + verify", "scan"} <= methods  # every way of answering was taken
+
+
+def test_regexes_equal_a_full_scan_on_real_programs(realworld_store):
+    ids, texts, ref_chars = _programs(realworld_store)
+    rng = random.Random(3)
+    words = _patterns(texts.to_pylist(), ref_chars, 60, 3)
+    regexes = [rf"{re.escape(a)}.*{re.escape(b)}" for a, b in zip(words[::2], words[1::2], strict=False)]
+    regexes += [r"tl\.dot\(.*allow_tf32", r"BLOCK_SIZE\s*=\s*\d+", r"(?i)triton\.JIT", r"def (forward|__init__)",
+                r"[[:upper:]]odel", r"x{2,}yy", r"\bgrid\b", r"a(bc)+d", r"tl\.(load|store)\(", r"\d{5}"]
+    for pattern in regexes:
+        _check(realworld_store, ids, texts, pattern, regex=True)
+        _check(realworld_store, ids, texts, pattern, regex=True, ignore_case=rng.random() < 0.5)
+
+
+def test_fixture_store_and_filters(fixture_store):
+    ids, texts, ref_chars = _programs(fixture_store)
+    for pattern in _patterns(texts.to_pylist(), ref_chars, 80, 4):
+        _check(fixture_store, ids, texts, pattern)
+        _check(fixture_store, ids, texts, pattern, ignore_case=True)
+    only_test = api.search_code(fixture_store, "def ", f=api.Filters(split="test"), limit=LIMIT)
+    assert only_test.rows["id"].to_pylist() == [i for i in _expected(ids, texts, "def ", False, False)
+                                                if i.startswith("test/")]
+
+
+def test_many_hits_show_the_first_with_the_exact_total(realworld_store):
+    ids, texts, _ = _programs(realworld_store)
+    result = api.search_code(realworld_store, "import torch", limit=10)
+    expected = _expected(ids, texts, "import torch", False, False)
+    assert len(expected) > 1000 and result.total == len(expected) and result.complete
+    assert result.rows["id"].to_pylist() == expected[:10]
+
+
+def test_a_store_without_an_index_searches_by_scan(realworld_store, tmp_path):
+    old = tmp_path / "old-store"
+    shutil.copytree(realworld_store, old)
+    shutil.rmtree(old / SEARCH_DIR)
+    ids, texts, _ = _programs(old)
+    result = api.search_code(old, "tl.store", limit=LIMIT)
+    assert result.note == NO_INDEX_NOTE and result.method == "scan" and result.rows_scanned == len(ids)
+    assert result.rows["id"].to_pylist() == _expected(ids, texts, "tl.store", False, False)[:LIMIT]
+    seen = []
+    api.search_code(old, "tl.load", progress=lambda done, total: seen.append((done, total)))
+    assert seen and seen[-1] == (len(ids), len(ids))
+    again = api.search_code(old, "tl.store", limit=LIMIT)  # the same search again: its rows are remembered
+    assert again.memoized and again.total == result.total and again.rows.equals(result.rows)
+
+
+def test_an_index_of_another_version_is_not_read(realworld_store, tmp_path):
+    other = tmp_path / "other-version"
+    shutil.copytree(realworld_store, other)
+    meta = other / SEARCH_DIR / "index.json"
+    meta.write_text(meta.read_text().replace('"version": 1', '"version": 99'))
+    ids, texts, _ = _programs(other)
+    result = api.search_code(other, "tl.store", limit=LIMIT)
+    assert result.note == NO_INDEX_NOTE and result.total == len(_expected(ids, texts, "tl.store", False, False))
+
+
+def test_required_literals():
+    assert required_literals(r"tl\.dot\(.*allow_tf32") == (["allow_tf32", "tl.dot("], False)
+    assert required_literals(r"(?i)abc(de|fg)hij") == (["abc", "hij"], True)
+    assert required_literals(r"ab(cde)+f{0,3}ghi") == (["cde", "ghi"], False)
+    assert required_literals(r"[[:alpha:]]abc") == ([], False)  # RE2 and Python read it differently
+    assert required_literals(r"(?s)abc.def") == ([], False)
+    assert required_literals(r"\pLabc") == ([], False)  # Python cannot parse it: full scan
