@@ -4,6 +4,7 @@ index rows of the hits it shows."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,8 +12,6 @@ import pyarrow as pa
 
 from queries.db import connect
 from queries.filters import NO_FILTERS, Filters
-from collections.abc import Callable
-
 from queries.search import search_code
 
 
