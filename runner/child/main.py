@@ -1,14 +1,16 @@
-"""Child process entry: `python -P -m runner.child.main --spec-fd N --result-fd M --parent-pid P`.
+"""The judge's entry: `python -P -m runner.child.main --spec-fd N --result-fd M --parent-pid P`.
 
-First asks the kernel to SIGKILL it when its parent dies (and exits if the parent is already gone), then imports
-torch and triton and warms the CUDA stack (`runner.child.warmup`), so that a pre-warmed spare (`runner.pool.spares`) is ready
-for work; then reads its one job spec (`{"program", "options", "triton_cache_dir", "channel_key", "gate"}`, one JSON
-line) from the spec pipe, which stays open for the GPU gate's answers (`runner.pool.gate`). It sets
-its resource limits, moves the result channel (an inherited pipe) to a private descriptor, picks the device
-(CPU → TRITON_INTERPRET=1 and hard-coded "cuda" sent to the CPU), evaluates, and writes JSON lines to the channel:
-{"event": "stage", ...} while working (and {"event": "gate", ...} requests) and one {"event": "result", ...} with
-the `RunResult` at the end. Exits with os._exit so that
-nothing the program left behind (threads, atexit hooks) can hang or change the verdict."""
+First asks the kernel to SIGKILL it when its parent dies (and exits if the parent is already gone), starts its
+candidate process (`runner.child.candidate_client`: it warms up beside the judge), then imports torch and triton
+and warms the CUDA stack (`runner.child.warmup`), so that a pre-warmed spare (`runner.pool.spares`) is ready for
+work; then reads its one job spec (`{"program", "options", "triton_cache_dir", "channel_key", "gate"}`, one JSON
+line) from the spec pipe, which stays open for the GPU gate's answers (`runner.pool.gate`). It sets its resource
+limits, moves the result channel (an inherited pipe) to a private descriptor the candidate does not inherit, picks
+the device (CPU → TRITON_INTERPRET=1 and hard-coded "cuda" sent to the CPU), evaluates (`runner.child.evaluate`:
+the reference here, ModelNew in the candidate), and writes JSON lines to the channel: {"event": "stage", ...}
+while working (and {"event": "gate", ...} requests, its own and those it relays for the candidate) and one
+{"event": "result", ...} with the `RunResult` at the end. Exits with os._exit so that nothing the program left
+behind (threads, atexit hooks) can hang or change the verdict."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ import traceback
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from runner.child import process
 from runner.child.candidate_client import CandidateProcess, open_for
 from runner.child.classify import error_type_of
 from runner.child.process import die_with_parent, prewarm, resolve_device, set_limits, synchronize
@@ -181,10 +184,4 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phas
 
 
 if __name__ == "__main__":
-    code = main()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            pass
-    os._exit(int(code))
+    process.exit_now(main())

@@ -101,3 +101,14 @@ def resolve_device(requested: str) -> str:
     if requested == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     return requested
+
+
+def exit_now(code: int) -> None:
+    """Flush the standard streams and leave with os._exit, so that nothing the program left behind (threads,
+    atexit hooks) can hang the process or change what it reported."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(int(code))
