@@ -124,7 +124,7 @@ def test_search_shows_title_label_status_and_the_hit_count(env, ui_store, tmp_pa
     row = hits.set_index("id").loc["train/000002"]
     assert row["title"].startswith("Negation") and row["latest_status"] == "failed: compile_error"
     assert set(hits["latest_status"]) == {"failed: compile_error", "never re-run"}
-    assert any(c.value.startswith("12 matching rows (5 shown)") for c in at.caption)
+    assert any(c.value.startswith("12 matching rows (the first 5 listed)") for c in at.caption)
 
 
 def test_empty_problem_page_counts_this_stores_problems(env, ui_store):  # noqa: F811
