@@ -30,7 +30,8 @@ DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
 MAX_DEFAULT_JOBS_PER_GPU = 6  # one H200, 16 cores, 48 real rows: 6 jobs 32.4 runs/min, 4 jobs 29.2 (BENCHMARKS.md)
 URL_ENV, TOKEN_ENV = "TLX_RUNNER_URL", "TLX_RUNNER_TOKEN"
 JOBS_PER_GPU_ENV, PREWARM_ENV, CPU_THREADS_ENV = "TLX_RUNNER_JOBS_PER_GPU", "TLX_RUNNER_PREWARM", "TLX_RUNNER_CPU_THREADS"
-CHILD_ENV = (CPU_THREADS_ENV,)  # passed into the sandbox's scrubbed environment
+CANDIDATE_UID_ENV = "TLX_RUNNER_CANDIDATE_UID"  # read by the judge (runner.child.candidate_client)
+CHILD_ENV = (CPU_THREADS_ENV, CANDIDATE_UID_ENV)  # passed into the sandbox's scrubbed environment
 
 _TRUE = {"1", "true", "yes", "on"}
 _OFF = ("0", "false", "no", "off")

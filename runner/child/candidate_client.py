@@ -21,11 +21,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from common.settings import CANDIDATE_UID_ENV
 from runner.child.link import LinkError, decode_outputs, receive, send
 from runner.child.steps import Stop
 from runner.result import ErrorType, RunResult
 
-UID_ENV = "TLX_RUNNER_CANDIDATE_UID"
 NOBODY = 65534
 PR_SET_NO_NEW_PRIVS = 38
 EXIT_WAIT_S = 5.0
@@ -63,11 +63,11 @@ def candidate_identity(work: Path, env: dict[str, str] | None = None) -> tuple[t
     not root, when `TLX_RUNNER_CANDIDATE_UID=same`, or when the interpreter, the packages it needs or the folder
     that holds the job folders (`work`'s grandparent; the judge opens the rest) are out of an unprivileged user's
     reach (a Python under /root, a work root under a private temp folder)."""
-    raw = (os.environ if env is None else env).get(UID_ENV, "").strip().lower()
+    raw = (os.environ if env is None else env).get(CANDIDATE_UID_ENV, "").strip().lower()
     if os.geteuid() != 0:
         return None, "the judge is not root: the candidate runs as the same user"
     if raw in ("same", "none"):
-        return None, f"{UID_ENV}={raw}: the candidate runs as the judge's user"
+        return None, f"{CANDIDATE_UID_ENV}={raw}: the candidate runs as the judge's user"
     unreachable = [p for p in _runtime_paths() if not _others_can_reach(p)]
     unreachable += [] if _others_can_reach(str(work.parent.parent), read=False) else [str(work.parent.parent)]
     if unreachable:
