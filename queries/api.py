@@ -18,7 +18,7 @@ from queries.detail import RowDetail, row
 from queries.export import ExportError, export
 from queries.filters import HONEST, NO_FILTERS, Candidates, Filters
 from queries.measured import runs, runs_by_problem, runs_reproducibility, runs_static_vs_measured
-from queries.runner_match import mismatched_rows
+from queries.runner_match import mismatched_rows, store_build_id
 from queries.search import SearchError, SearchResult, search_code
 from queries.search_facts import SearchHits, search_hits
 from queries.store import StoreError
@@ -28,7 +28,7 @@ __all__ = [
     "RowDetail", "SearchError", "SearchResult", "StoreError", "console", "export", "failure_examples", "failures",
     "fastest", "mismatched_rows", "overlap", "overlap_summary",
     "overview", "problem_latencies", "problem_summary", "problems", "row", "runs", "runs_by_problem",
-    "runs_reproducibility", "runs_static_vs_measured", "search_code", "search_hits", "SearchHits", "selected_rows", "unmeasured_failures",
+    "runs_reproducibility", "runs_static_vs_measured", "search_code", "search_hits", "store_build_id", "SearchHits", "selected_rows", "unmeasured_failures",
 ]
 
 PROBLEM_SORTS = (

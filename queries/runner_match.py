@@ -1,11 +1,20 @@
-"""Does a runner service resolve row ids from this store? Its jobs name a row and the hash of the program it ran;
-a row whose hash differs from this store's was read from another store (or an older build of this one)."""
+"""Does a runner service resolve row ids from this store? Its `/health` names the build of the store it reads
+(`store_build_id` is this one's), and its jobs name a row and the hash of the program it ran: a row whose hash
+differs from this store's was read from another store (or an older build of this one)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from queries.db import connect
+from queries.store import Store, StoreError
+
+
+def store_build_id(store: Path | str) -> str | None:
+    try:
+        return Store(store).meta.get("build_id")
+    except StoreError:
+        return None
 
 
 def mismatched_rows(store: Path | str, jobs: list[dict]) -> list[str]:

@@ -68,6 +68,16 @@ def filtered_rows(store: Path, runs_dir: Path, *, problem: str | None = None, **
                     strict=True))
 
 
+def store_identity(store: Path | None) -> dict[str, str | None]:
+    """The store rows are resolved against: its path and build id (None where it cannot be opened), so that an
+    explorer can tell whether it shows the same store before it queues rows."""
+    try:
+        handle = open_store(store)
+    except StoreUnavailable as e:
+        return {"path": str(store) if store is not None else None, "build_id": None, "error": str(e)}
+    return {"path": str(handle.path), "build_id": handle.meta.get("build_id")}
+
+
 def load_program(store: Path | None, row_id: str) -> str:
     from queries.store import RowNotInStore, StoreError
 

@@ -197,3 +197,42 @@ def test_a_runner_on_another_store_is_named_before_queuing(ui_store):  # noqa: F
     at = AppTest.from_function(page).run()
     assert "serves **another store**" in at.warning[0].value and "train/000002" in at.warning[0].value
     assert runner_state.RunnerState("ok").usable
+
+
+def test_the_runner_names_its_store_and_another_build_is_said_before_queuing(ui_store, tmp_path):  # noqa: F811
+    """`/health` names the store the service resolves rows against; an explorer showing another build says so
+    before the first job (not only once jobs ran other programs)."""
+    import json
+    from types import SimpleNamespace
+
+    from runner.service.client import RunnerClient
+    from ui import runner_state
+
+    build = json.loads((ui_store / "meta.json").read_text())["build_id"]
+    with runner_service(ui_store, tmp_path / "runner-runs") as (url, token):
+        client = RunnerClient(url, token)
+        assert client.health()["store"] == {"path": str(ui_store), "build_id": build}
+        cfg = SimpleNamespace(runner_url=url)
+        assert not runner_state.check(cfg, ui_store, client).other_store
+
+        class OtherBuild:
+            def health(self):
+                return {**client.health(), "store": {"path": "/elsewhere", "build_id": "another-build"}}
+
+            def jobs(self, limit=50):
+                return []
+
+        state = runner_state.check(cfg, ui_store, OtherBuild())
+    assert state.usable and state.other_store
+
+    def page() -> None:
+        from types import SimpleNamespace
+
+        from ui import runner_state
+
+        health = {"store": {"path": "/elsewhere", "build_id": "another-build"}}
+        runner_state.explain(runner_state.RunnerState("ok", health=health, other_store=True),
+                             SimpleNamespace(runner_url="http://runner:8765"))
+
+    at = AppTest.from_function(page).run()
+    assert "serves **another store**" in at.warning[0].value and "another-build" in at.warning[0].value

@@ -22,6 +22,7 @@ class RunnerState:
     health: dict = field(default_factory=dict)
     jobs: list[dict] = field(default_factory=list)
     foreign_rows: list[str] = field(default_factory=list)  # rows it ran as other programs than this store's
+    other_store: bool = False  # its /health names a store of another build than this explorer's
 
     @property
     def usable(self) -> bool:
@@ -39,7 +40,10 @@ def check(cfg, store: Path | str, client) -> RunnerState:
         return RunnerState(UNREACHABLE, str(error))
     except RunnerError as error:
         return RunnerState(TOKEN_REJECTED if error.status in (401, 403) else FAILED, error.message)
-    return RunnerState(REACHABLE, health=health, jobs=jobs, foreign_rows=api.mismatched_rows(store, jobs))
+    served = (health.get("store") or {}).get("build_id") if isinstance(health, dict) else None
+    other = bool(served) and served != api.store_build_id(store)
+    return RunnerState(REACHABLE, health=health, jobs=jobs, foreign_rows=api.mismatched_rows(store, jobs),
+                       other_store=other)
 
 
 def explain(state: RunnerState, cfg) -> None:
@@ -55,6 +59,11 @@ def explain(state: RunnerState, cfg) -> None:
                  "with (or the one it wrote to `RUNS_DIR/runner.token`).")
     elif state.kind == FAILED:
         st.warning(f"The runner service at {url} answered with an error: {md(state.message)}")
+    elif state.other_store:
+        served = state.health.get("store") or {}
+        st.warning(f"The runner at {url} serves **another store** (build {md_code(served.get('build_id'))} at "
+                   f"{md_code(served.get('path'))}) than this explorer's: jobs queued from this page would time its "
+                   "programs of those row ids. Start the runner with `--store` set to this explorer's store.")
     elif state.foreign_rows:
         rows = ", ".join(map(str, state.foreign_rows[:3])) + (" …" if len(state.foreign_rows) > 3 else "")
         st.warning(f"The runner at {url} serves **another store** than this explorer's: it ran {md(rows)} as other "

@@ -46,7 +46,7 @@ from runner.pool import isolation, scrub
 from runner.pool.gate import gates_report
 from runner.pool.slots import Slot, make_slots
 from runner.result import RunResult
-from runner.rows import RowNotFound, StoreUnavailable, load_program
+from runner.rows import RowNotFound, StoreUnavailable, load_program, store_identity
 from runner.service.http import BadRequest, Limits, make_server
 from runner.service.jobs import STATES, Job, JobStore
 from runner.service.workers import Evaluator, WorkerPool, sandbox_evaluator
@@ -149,6 +149,7 @@ class RunnerService:
             "gpu_gates": gates_report(),  # per GPU: seconds held by jobs (busy) and timing, and their fractions
             "uptime_s": round(time.time() - self.started_at, 1),
             "isolation": isolation.current().describe(),  # mode "none": every result is flagged not_isolated
+            "store": store_identity(self.store),  # the store row ids are resolved against
         }
 
     def submit(self, body: Any) -> tuple[int, dict[str, Any]]:
