@@ -150,3 +150,23 @@ def test_signal_in_stage_2_exits_at_once(big_store, signum):
     assert _gone_within(workers, 10) == set()
     meta = json.loads((big_store / "meta.json").read_text())
     assert meta["syntax_check"] == {"done": False}  # the stage-1 store as it was
+
+
+def test_workers_do_not_run_the_parents_main_script(tmp_path, monkeypatch):
+    """A process whose `__main__` is a script (a Streamlit page run by AppTest, the explorer) must not have its
+    ingest workers run that script again at their start (it broke the pool in a fresh clone's test run)."""
+    import types
+
+    from queries.ingest.processes import process_pool, stop_pool
+
+    script = tmp_path / "page.py"
+    script.write_text("raise SystemExit('the parent script ran in a worker')\n")
+    main = types.ModuleType("__main__")
+    main.__file__ = str(script)
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    pool = process_pool(2)
+    try:
+        pids = {pool.submit(os.getpid).result(timeout=60) for _ in range(4)}
+    finally:
+        stop_pool(pool, True)
+    assert pids and os.getpid() not in pids

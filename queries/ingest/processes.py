@@ -17,6 +17,7 @@ import select
 import signal
 import sys
 import threading
+import types
 from concurrent.futures import ProcessPoolExecutor
 
 # what the workers run; a forkserver already running (started earlier in this process) keeps what it has
@@ -25,10 +26,26 @@ PRELOAD = ["queries.ingest.program_fields", "queries.ingest.refs", "queries.inge
 _PR_SET_PDEATHSIG = 1
 
 
+class _Pool(ProcessPoolExecutor):
+    """Starts each worker with a bare `__main__`: multiprocessing would otherwise have the worker run the parent's
+    main script again (`__main__.__file__`), and a process that ran a Streamlit page as `__main__` (AppTest, the
+    explorer building its sample store) would have every worker run that page, which starts an ingest of its own
+    in the worker and breaks the pool (seen in a fresh clone's test run)."""
+
+    def _spawn_process(self) -> None:  # ProcessPoolExecutor's own hook for starting one worker (3.9+)
+        main = sys.modules.get("__main__")
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            super()._spawn_process()
+        finally:
+            if main is not None:
+                sys.modules["__main__"] = main
+
+
 def process_pool(workers: int) -> ProcessPoolExecutor:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
-    return ProcessPoolExecutor(workers, mp_context=context, initializer=die_with, initargs=(os.getpid(),))
+    return _Pool(workers, mp_context=context, initializer=die_with, initargs=(os.getpid(),))
 
 
 def stop_pool(pool: ProcessPoolExecutor, finished: bool) -> None:
