@@ -38,8 +38,13 @@ NET_ROUTES = ["python -c subprocess", "ctypes connect", "bash /dev/tcp"]
 OUTLIVE_ROUTES = ["start-new-session", "setsid", "process-group-0", "fork-setpgid"]
 
 
+ROUTE_PROBE = (HERE / "isolation_route_probe.py").read_text()  # the ModelNew of the programs that define ROUTES
+
+
 def program(name: str, **values: object) -> str:
-    return whole_program(PROGRAMS / f"{name}.py") + "".join(f"\n{k} = {v!r}\n" for k, v in values.items())
+    text = whole_program(PROGRAMS / f"{name}.py")
+    probe = "\n\n" + ROUTE_PROBE if "\nROUTES = " in text else ""
+    return text + probe + "".join(f"\n{k} = {v!r}\n" for k, v in values.items())
 
 
 def outcomes(result) -> dict:

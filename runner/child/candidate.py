@@ -6,7 +6,7 @@ commands over the link (`runner.child.link`), one answer each:
 
 | command | does | answers |
 |---|---|---|
-| `load` (program, options, device, triton_cache_dir) | set up the device, install the guard, import, build | flags, kernels |
+| `load` (program, options, device, triton_cache_dir) | set up the device, install the guard, import, build | flags, autotunes |
 | `compile_pass` (seed) | one call on copies with every autotuner compiling its configs, timing nothing | tuners |
 | `forward` (seed) | `ModelNew` on `get_inputs()` made after `seed` | digest, outputs |
 | `launches` (seed) | one untimed call with its launches recorded (`runner.child.launches`) | launches |
@@ -84,10 +84,7 @@ class Candidate:
         self.new = steps.model(self.module, "ModelNew", init)
         steps.guarded("init", "loading Model's state into ModelNew", self.load_state, model, self.new)
         del model
-        from runner.child.launches import declared_kernels
-
-        return {"flags": list(self.flags), "autotunes": "autotune" in source,
-                "kernels": sorted(declared_kernels(self.module))}
+        return {"flags": list(self.flags), "autotunes": "autotune" in source}
 
     def load_state(self, model: Any, new: Any) -> None:
         ref, cand = model.state_dict(), new.state_dict()

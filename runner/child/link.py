@@ -22,11 +22,7 @@ DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32",
 
 
 class LinkError(Exception):
-    """The other side broke the protocol, or went away (`closed`)."""
-
-    def __init__(self, message: str, closed: bool = False) -> None:
-        super().__init__(message)
-        self.closed = closed
+    """The other side broke the protocol, or went away."""
 
 
 def send(stream: BinaryIO, header: dict[str, Any], payloads: list[Any] = ()) -> None:
@@ -43,7 +39,7 @@ def receive(stream: BinaryIO) -> dict[str, Any]:
     """The next message's header (its payloads are read with `read_payload`)."""
     line = stream.readline(MAX_LINE + 1)
     if not line:
-        raise LinkError("the other side closed the link", closed=True)
+        raise LinkError("the other side closed the link")
     if len(line) > MAX_LINE or not line.endswith(b"\n"):
         raise LinkError(f"message line over {MAX_LINE} bytes")
     try:
@@ -61,7 +57,7 @@ def read_payload(stream: BinaryIO, n: int) -> bytearray:
     while got < n:
         k = stream.readinto(view[got:])
         if not k:
-            raise LinkError(f"link closed after {got} of {n} payload bytes", closed=True)
+            raise LinkError(f"link closed after {got} of {n} payload bytes")
         got += k
     return buf
 

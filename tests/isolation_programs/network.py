@@ -2,13 +2,10 @@
 fails with what each route gave as JSON in its message."""
 
 import ctypes
-import json
 import socket
 import struct
 import subprocess
 import sys
-
-import torch.nn as nn
 
 PORT = 0
 
@@ -31,17 +28,3 @@ ROUTES = {
     "bash /dev/tcp": lambda: subprocess.run(["bash", "-c", f"echo bash > /dev/tcp/127.0.0.1/{PORT}"], check=True,
                                             capture_output=True, timeout=20),
 }
-
-
-class ModelNew(nn.Module):
-    def forward(self, a, b):
-        outcomes = {}
-        for name, route in ROUTES.items():
-            try:
-                route()
-                outcomes[name] = "done"
-            except subprocess.CalledProcessError as exc:
-                outcomes[name] = f"exit {exc.returncode}: {exc.stderr.decode(errors='replace').strip()[-120:]}"
-            except Exception as exc:
-                outcomes[name] = f"{type(exc).__name__}: {exc}"[:160]
-        raise RuntimeError("OUTCOMES " + json.dumps(outcomes))

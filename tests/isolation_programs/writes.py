@@ -3,14 +3,11 @@ route gave as JSON in its message. TARGET (a folder outside the job), VICTIM (a 
 and HOME_PROBE are appended by the test."""
 
 import ctypes
-import json
 import os
 import socket
 import sqlite3
 import subprocess
 import sys
-
-import torch.nn as nn
 
 TARGET = ""
 VICTIM = ""
@@ -48,17 +45,3 @@ ROUTES = {
     "os.utime": lambda: os.utime(VICTIM, (0, 0)),
     "home (sh -c)": lambda: subprocess.run(["sh", "-c", f"echo x > {HOME_PROBE}"], check=True, capture_output=True),
 }
-
-
-class ModelNew(nn.Module):
-    def forward(self, a, b):
-        outcomes = {}
-        for name, route in ROUTES.items():
-            try:
-                route()
-                outcomes[name] = "done"
-            except subprocess.CalledProcessError as exc:
-                outcomes[name] = f"exit {exc.returncode}: {exc.stderr.decode(errors='replace').strip()[-120:]}"
-            except Exception as exc:
-                outcomes[name] = f"{type(exc).__name__}: {exc}"[:160]
-        raise RuntimeError("OUTCOMES " + json.dumps(outcomes))
