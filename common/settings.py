@@ -31,10 +31,16 @@ MAX_DEFAULT_JOBS_PER_GPU = 6  # one H200, 16 cores, 48 real rows: 6 jobs 32.4 ru
 URL_ENV, TOKEN_ENV = "TLX_RUNNER_URL", "TLX_RUNNER_TOKEN"
 JOBS_PER_GPU_ENV, PREWARM_ENV, CPU_THREADS_ENV = "TLX_RUNNER_JOBS_PER_GPU", "TLX_RUNNER_PREWARM", "TLX_RUNNER_CPU_THREADS"
 CANDIDATE_UID_ENV = "TLX_RUNNER_CANDIDATE_UID"  # read by the judge (runner.child.candidate_client)
-CHILD_ENV = (CPU_THREADS_ENV, CANDIDATE_UID_ENV)  # passed into the sandbox's scrubbed environment
+CUDA_IPC_ENV = "TLX_RUNNER_CUDA_IPC"  # read by the judge (runner.child.evaluate): 0 sends outputs as host bytes
+CHILD_ENV = (CPU_THREADS_ENV, CANDIDATE_UID_ENV, CUDA_IPC_ENV)  # passed into the sandbox's scrubbed environment
 
 _TRUE = {"1", "true", "yes", "on"}
 _OFF = ("0", "false", "no", "off")
+
+
+def cuda_ipc_wanted(env: Mapping[str, str] | None = None) -> bool:
+    """Whether the judge takes the candidate's CUDA outputs as IPC handles (`TLX_RUNNER_CUDA_IPC`, default on)."""
+    return (os.environ if env is None else env).get(CUDA_IPC_ENV, "").strip().lower() not in _OFF
 
 
 def _flag(env: Mapping[str, str], name: str) -> bool:

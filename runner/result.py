@@ -141,6 +141,8 @@ class RunResult:
     tolerance_passed: float | None = None  # tightest standard tolerance every output passed on every trial
     outputs: list[OutputDiff] = field(default_factory=list)
     launches: dict[str, Any] | None = None  # what one untimed ModelNew call launched (runner.child.launches)
+    cpu_s: dict[str, float] = field(default_factory=dict)  # CPU seconds of the judge and the candidate, warming
+    # up (before the job) and for the job: judge_warm, judge_job, candidate_warm, candidate_job
 
     @property
     def ok(self) -> bool:
@@ -166,6 +168,7 @@ class RunResult:
         kw["method"] = dict(d.get("method") or {})
         kw["system"] = dict(d.get("system") or {})
         kw["phases_s"] = dict(d.get("phases_s") or {})
+        kw["cpu_s"] = dict(d.get("cpu_s") or {})
         kw["outputs"] = [OutputDiff(**o) for o in d.get("outputs") or []]
         return cls(**kw)
 

@@ -14,13 +14,15 @@
 
 `run` prints and writes (DIR/summary.json) runs/min, verdict counts, the GPU gate's figures per GPU (busy: some
 job's GPU step or timing held it; timing: a timing stage held it alone), the GPU's own busy fraction (mean of
-nvidia-smi `utilization.gpu`, sampled every 0.5 s) and the per-row time beyond the timing loops. It stops
+nvidia-smi `utilization.gpu`, sampled every 0.5 s) and the per-row time beyond the timing loops, and the host's CPU seconds per run (every process; cores x 60 / that is
+the machine's ceiling in runs/min). It stops
 starting rows once `--budget-s` is spent. Every figure in BENCHMARKS.md's runner section comes from here."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -123,6 +125,35 @@ class SmiSampler(threading.Thread):
         return round(statistics.fmean(self.samples), 4) if self.samples else None
 
 
+class CpuMeter:
+    """The host's CPU seconds over a pass (every process: the runner, its jobs and spares, Triton's compilers),
+    from /proc/stat's busy jiffies; per run they give the machine's ceiling: cores x 60 / CPU-s per run."""
+
+    def __init__(self) -> None:
+        self.cores = os.cpu_count() or 1
+        self.start = self._busy_s()
+
+    @staticmethod
+    def _busy_s() -> float | None:
+        try:
+            with open("/proc/stat", encoding="ascii") as fh:
+                fields = [int(v) for v in fh.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+    def report(self, runs: int, wall_s: float) -> dict | None:
+        end = self._busy_s()
+        if self.start is None or end is None:
+            return None
+        cpu_s = end - self.start
+        per_run = cpu_s / runs if runs else None
+        return {"cores": self.cores, "cpu_s": round(cpu_s, 1), "cpu_s_per_run": round(per_run, 2) if per_run else None,
+                "busy_fraction": round(cpu_s / (self.cores * wall_s), 4) if wall_s > 0 else None,
+                "ceiling_runs_per_min": round(self.cores * 60 / per_run, 1) if per_run else None}
+
+
 def beyond_loops(r: dict) -> float | None:
     """Wall seconds of a correct run beyond its two timing loops."""
     if r.get("status") != "ok" or not r.get("timing") or not r.get("ref_timing"):
@@ -164,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
 
     smi = SmiSampler()
     smi.start()
+    cpu = CpuMeter()
     interrupted = False
     try:
         LocalBackend(slots).run(tasks(), spec, on_result)
@@ -180,9 +212,10 @@ def run(args: argparse.Namespace) -> int:
         "jobs_per_gpu": args.jobs_per_gpu, "shuffle": args.shuffle,
         "profile": spec.profile, "timeout_s": spec.timeout_s,
         "verdicts": dict(Counter(r["error_type"] or "ok" for r in results).most_common()),
-        "gpu_gates": gates_report(), "gpu_busy_fraction_smi": smi.stop(),
+        "gpu_gates": gates_report(), "gpu_busy_fraction_smi": smi.stop(), "host_cpu": cpu.report(len(results), elapsed),
         "beyond_timing_loops_s": _quantiles(overheads),
         "phase_totals_s": _phase_totals(results),
+        "process_cpu_s_per_run": _cpu_per_run(results),
         "gpu": next((r["system"].get("gpu") for r in results if r.get("system", {}).get("gpu")), None),
     }
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -196,6 +229,14 @@ def _phase_totals(results: list[dict]) -> dict[str, float]:
     for r in results:
         totals.update(r.get("phases_s") or {})
     return {name: round(s, 1) for name, s in totals.most_common()}
+
+
+def _cpu_per_run(results: list[dict]) -> dict[str, float]:
+    """Mean CPU seconds per run of the judge and the candidate, warming up and for the job (`cpu_s`)."""
+    totals: Counter = Counter()
+    for r in results:
+        totals.update(r.get("cpu_s") or {})
+    return {name: round(s / len(results), 2) for name, s in sorted(totals.items())} if results else {}
 
 
 def _quantiles(values: list[float]) -> dict[str, float] | None:
@@ -242,7 +283,6 @@ def compare(args: argparse.Namespace) -> int:
 def latency(args: argparse.Namespace) -> int:
     """Start a service, run K correct programs once (cold), then again with force (warm): seconds from submit to
     verdict beyond the timing loops."""
-    import os
     import secrets
 
     from runner.service.client import RunnerClient

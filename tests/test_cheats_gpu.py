@@ -83,10 +83,11 @@ CANDIDATES = {
 }
 CAUGHT_BY = {  # a cheat is caught by a failed verdict, or by one of these flags
     "torch_fallback": {"no_triton_launch"}, "try_except": {"no_triton_launch"},
-    "value_cache": {"faster_on_repeated_inputs"}, "side_stream": {"side_stream_suspect"},
+    "value_cache": {"faster_on_repeated_inputs"}, "side_stream": {"side_stream_suspect", "timing_below_kernel_time"},
     "patched_clocks": {"no_triton_launch"},
 }
-HACK_FLAGS = {"no_triton_launch", "output_reused", "faster_on_repeated_inputs", "side_stream_suspect", "inputs_differ"}
+HACK_FLAGS = {"no_triton_launch", "output_reused", "faster_on_repeated_inputs", "side_stream_suspect", "inputs_differ",
+              "timing_below_kernel_time"}
 
 
 @pytest.fixture(scope="module")

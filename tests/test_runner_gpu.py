@@ -68,6 +68,53 @@ def test_correct_program_is_timed():
     assert t.source == "cuda_events" and "side_stream_suspect" not in r.flags
     assert 0 < t.event_median_ms <= t.wall_median_ms and t.host_overhead_ms > 0
     assert r.system["gpu"] and r.system["torch"] and r.system["triton"] and r.system["hostname"]
+    assert r.method["judge"]["outputs_handed_over_as"] == "CUDA IPC handles", r.method["judge"]
+    assert r.cpu_s["judge_job"] > 0 and r.cpu_s["candidate_job"] > 0
+
+
+def test_outputs_as_host_copies_when_cuda_ipc_is_off(monkeypatch):
+    from runner.pool.sandbox import close_spares
+
+    close_spares()  # spares keep the environment they were made with
+    monkeypatch.setenv("TLX_RUNNER_CUDA_IPC", "0")
+    try:
+        r = evaluate_in_sandbox(CORRECT, options(), result_id="gpu-no-ipc")
+    finally:
+        close_spares()
+    assert r.status == "ok", (r.message, r.traceback)
+    assert r.method["judge"]["outputs_handed_over_as"].startswith("host copies: TLX_RUNNER_CUDA_IPC=0")
+
+
+EXPORTER = """
+import json, sys, torch
+from runner.child import cuda_ipc
+t = torch.arange(1 << 20, dtype=torch.float32, device="cuda")[1024:]
+torch.cuda.synchronize()
+print(json.dumps(cuda_ipc.export(t)), flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_ipc_import_copies_the_exported_bytes_and_refuses_an_overrun():
+    import json
+    import subprocess
+    import sys
+
+    from runner.child import cuda_ipc
+
+    child = subprocess.Popen([sys.executable, "-c", EXPORTER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        desc = json.loads(child.stdout.readline())
+        importer = cuda_ipc.Importer()
+        got = importer.copy(desc, desc["nbytes"]).view(torch.float32)
+        with pytest.raises(cuda_ipc.IpcError, match="overruns"):
+            importer.copy({**desc, "offset": 1 << 40}, desc["nbytes"])
+        importer.close()
+    finally:
+        child.stdin.write("\n")
+        child.stdin.close()
+        child.wait(30)
+    assert torch.equal(got, torch.arange(1024, 1 << 20, dtype=torch.float32, device="cuda"))
 
 
 def test_illegal_memory_access_is_cuda_error():

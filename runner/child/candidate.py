@@ -6,13 +6,13 @@ commands over the link (`runner.child.link`), one answer each:
 
 | command | does | answers |
 |---|---|---|
-| `load` (program, options, device, triton_cache_dir) | set up the device, install the guard, import, build | flags, autotunes |
+| `load` (program, options, device, triton_cache_dir, ipc) | set up the device, install the guard, import, build | flags, autotunes, a CUDA IPC probe when asked |
 | `compile_pass` (seed) | one call on copies with every autotuner compiling its configs, timing nothing | tuners |
-| `forward` (seed) | `ModelNew` on `get_inputs()` made after `seed` | digest, outputs |
+| `forward` (seed, ipc) | `ModelNew` on `get_inputs()` made after `seed` | digest, outputs (IPC handles when `ipc`) |
 | `launches` (seed) | one untimed call with its launches recorded (`runner.child.launches`) | launches |
 | `time` (seed, timing) | the timing loop on `get_inputs()` made after `seed` | timing, flags |
-| `recheck` (seed) | fresh values after `seed` written into the timed inputs' tensors, one call | digest, outputs |
-| `finish` | | flags (guard refusals, interpreter notes) |
+| `recheck` (seed, ipc) | fresh values after `seed` written into the timed inputs' tensors, one call | digest, outputs |
+| `finish` | | flags (guard refusals, interpreter notes), its CPU seconds |
 
 It holds no reference output, no verdict channel and no gate: the judge holds the gate around each command.
 What it sends back is only data for the judge to check; a failure it reports is its own verdict."""
@@ -46,9 +46,12 @@ class Candidate:
         self.new: Any = None
         self.timed_inputs: list[Any] | None = None
         self.flags: list[str] = []
+        self.cpu_warm_s: float | None = None
+        self.kept: list[Any] = []  # outputs handed over as CUDA IPC handles, alive until the next command
 
     # -- commands ---------------------------------------------------------------------------------------------
     def load(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self.cpu_warm_s = process.cpu_seconds()
         options, device = EvalOptions.from_dict(msg["options"]), str(msg["device"])
         if msg.get("triton_cache_dir"):
             os.environ["TRITON_CACHE_DIR"] = str(msg["triton_cache_dir"])
@@ -84,7 +87,21 @@ class Candidate:
         self.new = steps.model(self.module, "ModelNew", init)
         steps.guarded("init", "loading Model's state into ModelNew", self.load_state, model, self.new)
         del model
-        return {"flags": list(self.flags), "autotunes": "autotune" in source}
+        return {"flags": list(self.flags), "autotunes": "autotune" in source, **self.ipc_probe(msg)}
+
+    def ipc_probe(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """A tensor of known values as a CUDA IPC handle, when the judge asks: it tries to open it."""
+        if not msg.get("ipc") or self.steps.device != "cuda":
+            return {}
+        from runner.child import cuda_ipc
+
+        try:
+            probe = cuda_ipc.probe_tensor()
+            answer = {"ipc_probe": cuda_ipc.export(probe)}
+        except (cuda_ipc.IpcError, RuntimeError) as exc:
+            return {"ipc_refused": str(exc)[:300]}
+        self.kept = [probe]
+        return answer
 
     def load_state(self, model: Any, new: Any) -> None:
         ref, cand = model.state_dict(), new.state_dict()
@@ -107,11 +124,11 @@ class Candidate:
 
     def forward(self, msg: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
         inputs = self.steps.inputs(self.module, int(msg["seed"]))
-        return self._outputs(inputs, "ModelNew forward", digest=bool(msg.get("digest")))
+        return self._outputs(inputs, "ModelNew forward", digest=bool(msg.get("digest")), ipc=bool(msg.get("ipc")))
 
-    def _outputs(self, inputs: list[Any], context: str, digest: bool) -> tuple[dict[str, Any], list[Any]]:
+    def _outputs(self, inputs: list[Any], context: str, digest: bool, ipc: bool) -> tuple[dict[str, Any], list[Any]]:
         """ModelNew's outputs on `inputs`, with a digest of the inputs when asked (before the call: a candidate
-        may write into its inputs)."""
+        may write into its inputs); CUDA outputs as IPC handles when `ipc`, their work finished first."""
         import torch
 
         from runner.child.compare import flatten
@@ -119,8 +136,10 @@ class Candidate:
         digest = inputs_digest(inputs) if digest else None
         with torch.no_grad():
             out = self.steps.guarded("correctness", context, self.steps.forward, self.new, inputs, hold=None)
-        described, payloads = self.steps.guarded("correctness", "handing the outputs over",
-                                                 lambda: encode_outputs(flatten(out)), hold=None)
+        if ipc:
+            torch.cuda.synchronize()
+        described, payloads, self.kept = self.steps.guarded("correctness", "handing the outputs over",
+                                                            lambda: encode_outputs(flatten(out), ipc), hold=None)
         return {"digest": digest, "outputs": described}, payloads
 
     def launches(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -172,13 +191,16 @@ class Candidate:
                                    self.timed_inputs, hold=None)
         with torch.no_grad():
             self.refill(int(msg["seed"]))
-        return self._outputs(self.timed_inputs, "ModelNew forward (recheck on fresh values)", digest=True)
+        return self._outputs(self.timed_inputs, "ModelNew forward (recheck on fresh values)", digest=True,
+                             ipc=bool(msg.get("ipc")))
 
     def finish(self, msg: dict[str, Any]) -> dict[str, Any]:
         from runner.child import guard, setup
 
+        warm = self.cpu_warm_s if self.cpu_warm_s is not None else process.cpu_seconds()
         return {"flags": setup.runtime_flags(self.steps.device if self.steps else "")
-                + [f"refused: {what}" for what in dict.fromkeys(guard.refused())]}
+                + [f"refused: {what}" for what in dict.fromkeys(guard.refused())],
+                "cpu_s": {"candidate_warm": warm, "candidate_job": round(process.cpu_seconds() - warm, 3)}}
 
 
 def serve(stream_in: Any, stream_out: Any) -> None:
@@ -191,6 +213,7 @@ def serve(stream_in: Any, stream_out: Any) -> None:
         msg = receive(stream_in)
         cmd = msg.get("cmd")
         handler = getattr(candidate, str(cmd), None) if cmd in COMMANDS else None
+        candidate.kept = []  # the judge has copied what it was handed
         if handler is None:
             send(stream_out, {"ok": False, "failure": {"error_type": "runtime_error", "message": f"unknown command {cmd!r}"}})
             continue

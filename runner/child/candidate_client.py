@@ -174,9 +174,9 @@ class CandidateProcess:
             self.wr.write(b"go\n")
             self.wr.flush()
 
-    def outputs(self, header: dict[str, Any], device: str, max_bytes: int) -> list[Any]:
+    def outputs(self, header: dict[str, Any], device: str, max_bytes: int, ipc: bool = False) -> list[Any]:
         try:
-            return decode_outputs(self.rd, header, device, max_bytes)
+            return decode_outputs(self.rd, header, device, max_bytes, ipc)
         except (LinkError, OSError) as exc:
             raise Stop(self.broken(exc)) from None
 
@@ -220,14 +220,18 @@ class CandidateProcess:
         except subprocess.TimeoutExpired:
             pass
 
-    def finish(self) -> list[str]:
-        """Ask for the candidate's own flags and end it."""
+    def finish(self) -> tuple[list[str], dict[str, float]]:
+        """Ask for the candidate's own flags and CPU seconds (warm-up, job), and end it."""
         try:
-            flags = self.request("finish").get("flags") or []
+            answer = self.request("finish")
         except Stop:
-            flags = []
+            answer = {}
         self.kill()
-        return [str(f) for f in flags if isinstance(f, str)][:50]
+        flags = answer.get("flags") if isinstance(answer.get("flags"), list) else []
+        cpu = answer.get("cpu_s") if isinstance(answer.get("cpu_s"), dict) else {}
+        cpu = {k: float(cpu[k]) for k in ("candidate_warm", "candidate_job")
+               if isinstance(cpu.get(k), (int, float)) and not isinstance(cpu.get(k), bool)}
+        return [str(f) for f in flags if isinstance(f, str)][:50], cpu
 
 
 def _failure(raw: Any) -> RunResult:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from common.hardware import result_device
+from common.settings import CUDA_IPC_ENV, cuda_ipc_wanted
 from runner.child import launches, timing
 from runner.child.candidate_client import CandidateProcess, open_for
 from runner.child.compare import compare_outputs, flatten
@@ -69,6 +70,7 @@ class Judge:
         self.outputs_complete = True  # every trial run compared every output
         self.autotunes = False
         self.launches: dict[str, Any] = launches.not_checked("the run stopped before the launch check")
+        self.ipc, self.handover = False, "host copies: " + ("not a CUDA job" if device != "cuda" else "not probed")
 
     # -- loading ---------------------------------------------------------------------------------------------
     def load(self, cache_dir: str) -> tuple[Any, Any]:
@@ -78,7 +80,7 @@ class Judge:
         open_for(Path(self.path), self.candidate.identity)
         with self.gate.hold(SHARED):
             self.candidate.ask("load", program=self.path, options=self.options.to_dict(), device=self.device,
-                               triton_cache_dir=cache_dir)
+                               triton_cache_dir=cache_dir, ipc=self.device == "cuda" and cuda_ipc_wanted())
             try:
                 module, model, problem = self._reference(), None, None
                 init = self.steps.init_inputs(module)
@@ -91,7 +93,23 @@ class Judge:
             raise problem
         self.flags += [str(f) for f in answer.get("flags") or [] if isinstance(f, str)][:20]
         self.autotunes = bool(answer.get("autotunes"))
+        self.probe_ipc(answer)
         return module, model
+
+    def probe_ipc(self, answer: dict[str, Any]) -> None:
+        """Outputs come as CUDA IPC handles if the candidate's probe opened here with its values, else as bytes."""
+        if self.device != "cuda":
+            return
+        if not cuda_ipc_wanted():
+            self.handover = f"host copies: {CUDA_IPC_ENV}=0"
+        elif "ipc_probe" in answer:
+            from runner.child import cuda_ipc
+
+            refused = cuda_ipc.probe_matches(answer["ipc_probe"])
+            self.ipc = refused is None
+            self.handover = "CUDA IPC handles" if self.ipc else f"host copies: the IPC probe failed: {refused}"
+        else:
+            self.handover = f"host copies: the candidate could not export: {answer.get('ipc_refused')}"
 
     def _reference(self) -> Any:
         with open(self.path, encoding="utf-8", errors="replace") as fh:
@@ -126,7 +144,7 @@ class Judge:
                        "from the same seed (get_inputs is not deterministic, or the candidate redefines it)")
         limit = 2 * _nbytes(flatten(ref)) + OUTPUT_SLACK_BYTES
         return self.steps.guarded("correctness", "receiving ModelNew's outputs",
-                                  lambda: self.candidate.outputs(header, self.device, limit))
+                                  lambda: self.candidate.outputs(header, self.device, limit, self.ipc))
 
     def trial(self, module: Any, model: Any, trial: int) -> Any:
         """One trial's comparison; the first runs ModelNew before Model."""
@@ -137,12 +155,12 @@ class Judge:
         with self.gate.hold(EXCLUSIVE if alone else SHARED):
             first = trial == 0
             if first:
-                header = self.candidate.request("forward", seed=seed, digest=True)
+                header = self.candidate.request("forward", seed=seed, digest=True, ipc=self.ipc)
                 ref, digest = self.reference_output(module, model, seed, f"Model forward (trial {trial + 1})", True)
             else:
                 ref, digest = self.reference_output(module, model, seed, f"Model forward (trial {trial + 1})", False)
                 self.emit(f"correctness: {label}")
-                header = self.candidate.request("forward", seed=seed)
+                header = self.candidate.request("forward", seed=seed, ipc=self.ipc)
             out = self.candidate_output(header, ref, digest)
             cmp = self.steps.guarded("correctness", "comparing outputs", compare_outputs, ref, out, self.options,
                                      hold=None)
@@ -240,7 +258,8 @@ class Judge:
         seed = self.options.seed + RECHECK_SEED_OFFSET
         self.emit("recheck: ModelNew forward on fresh values in the same input tensors")
         with self.gate.hold(SHARED):
-            header = self.candidate.request("recheck", seed=seed, first_seed=self.options.seed + TIMING_SEED_OFFSET)
+            header = self.candidate.request("recheck", seed=seed, first_seed=self.options.seed + TIMING_SEED_OFFSET,
+                                            ipc=self.ipc)
             ref, digest = self.reference_output(module, model, seed, "Model forward (recheck)", True)
             out = self.candidate_output(header, ref, digest)
             cmp = self.steps.guarded("recheck", "comparing outputs", compare_outputs, ref, out, self.options, hold=None)
@@ -294,7 +313,7 @@ def evaluate_program(path: str, options: EvalOptions, device: str, emit: Callabl
         if device != "cuda":
             verdict.message = f"{verdict.message} (interpreted, no timing)"
     emit("finish: collecting the candidate's flags")
-    candidate_flags = candidate.finish()
+    candidate_flags, verdict.cpu_s = candidate.finish()
     if device != "cuda" and "interpreted_no_timing" not in judge.flags:
         judge.flags.append("interpreted_no_timing")
     outputs = [judge.outputs[i] for i in sorted(judge.outputs)]
@@ -310,5 +329,6 @@ def evaluate_program(path: str, options: EvalOptions, device: str, emit: Callabl
     verdict.method = {**method_record(options, device, tf32),
                       "judge": {"separate_process": True, "candidate_uid": candidate.uid, "candidate_user": candidate.identity_note,
                                 "reference": "the program's text before the candidate's cut (runner.child.reference)",
-                                "recheck": "fresh values in the timed input tensors, one call"}}
+                                "recheck": "fresh values in the timed input tensors, one call",
+                                "outputs_handed_over_as": judge.handover}}
     return verdict

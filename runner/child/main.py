@@ -110,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         os.close(args.spec_fd)
         control = os.fdopen(control_fd, "rb")
         spec = read_spec(control)
+        cpu_warm = process.cpu_seconds()
         options = EvalOptions.from_dict(spec.get("options") or {})
         channel = Channel(args.result_fd, str(spec.get("channel_key") or ""))
     except (ValueError, TypeError, OSError) as exc:
@@ -126,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         verdict = harness_failure(exc)
     verdict.phases_s = phases.finish()
+    verdict.cpu_s = {"judge_warm": cpu_warm, "judge_job": round(process.cpu_seconds() - cpu_warm, 3), **verdict.cpu_s}
     try:
         channel.send({"event": "result", "key": channel.key, "result": verdict.to_dict()})
     except OSError:

@@ -27,6 +27,12 @@ def die_with_parent(parent_pid: int) -> bool:
     return os.getppid() == parent_pid  # checked after prctl: a parent that died before it is caught here
 
 
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of its children it waited for (Triton's compilers), user and system."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return round(own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime, 3)
+
+
 def prewarm() -> None:
     """Import torch and triton and warm the CUDA stack (`runner.child.warmup`) while waiting for a job; a failure shows
     up again in the job."""
