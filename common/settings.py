@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -28,6 +28,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 DEFAULT_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
 MAX_DEFAULT_JOBS_PER_GPU = 6  # one H200, 16 cores, 48 real rows: 6 jobs 32.4 runs/min, 4 jobs 29.2 (BENCHMARKS.md)
+CORES_PER_JOB = 2  # 16 cores per H200: 8 jobs' worth, capped at 6; ~22 host CPU-s per row, 43% of 16 cores busy
+HOST_BYTES_PER_JOB = 8 << 30  # the judge, the candidate and their spares' two processes: ~2 GiB each
 URL_ENV, TOKEN_ENV = "TLX_RUNNER_URL", "TLX_RUNNER_TOKEN"
 JOBS_PER_GPU_ENV, PREWARM_ENV, CPU_THREADS_ENV = "TLX_RUNNER_JOBS_PER_GPU", "TLX_RUNNER_PREWARM", "TLX_RUNNER_CPU_THREADS"
 CANDIDATE_UID_ENV = "TLX_RUNNER_CANDIDATE_UID"  # read by the judge (runner.child.candidate_client)
@@ -54,18 +56,34 @@ def _positive_int(raw: str | None, default: int) -> int:
         return default
 
 
-def default_jobs_per_gpu(cores: int | None = None) -> int:
-    """Jobs per GPU when not set: each job compiles on about one core and its timing wants one free, so half the
-    host's cores, at most MAX_DEFAULT_JOBS_PER_GPU (more jobs also hold more GPU memory at once)."""
+def host_memory_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def default_jobs_per_gpu(gpus: int = 1, cores: int | None = None, memory_bytes: int | None = None) -> int:
+    """Jobs per GPU when not set, from the host's share per GPU: `CORES_PER_JOB` cores (a job is the judge and its
+    candidate, compiling, beside their spares warming up) and `HOST_BYTES_PER_JOB` of memory each, at most
+    `MAX_DEFAULT_JOBS_PER_GPU`. GPU memory is not divided up front: a job out of GPU memory beside others runs
+    again with the GPU to itself (`runner.pool.oom_rerun`)."""
+    gpus = max(1, gpus)
     cores = cores if cores is not None else (os.cpu_count() or 1)
-    return max(1, min(MAX_DEFAULT_JOBS_PER_GPU, cores // 2))
+    memory = memory_bytes if memory_bytes is not None else host_memory_bytes()
+    by_memory = memory // gpus // HOST_BYTES_PER_JOB if memory else MAX_DEFAULT_JOBS_PER_GPU
+    return max(1, min(MAX_DEFAULT_JOBS_PER_GPU, cores // gpus // CORES_PER_JOB, by_memory))
 
 
 @dataclass(frozen=True)
 class RunnerConfig:
     url: str = DEFAULT_URL
     token: str | None = None
-    jobs_per_gpu: int = field(default_factory=default_jobs_per_gpu)
+    jobs_per_gpu: int | None = None  # None: `default_jobs_per_gpu` for the GPUs found
     prewarm: bool = True
     cpu_threads: int | None = None  # None: min(4, cores / 4)
 
@@ -75,7 +93,7 @@ class RunnerConfig:
         return cls(
             url=(env.get(URL_ENV) or DEFAULT_URL).strip().rstrip("/"),
             token=(env.get(TOKEN_ENV) or "").strip() or None,
-            jobs_per_gpu=_positive_int(env.get(JOBS_PER_GPU_ENV), default_jobs_per_gpu()),
+            jobs_per_gpu=_positive_int(env.get(JOBS_PER_GPU_ENV), 0) or None,
             prewarm=env.get(PREWARM_ENV, "1").strip().lower() not in _OFF,
             cpu_threads=_positive_int(env.get(CPU_THREADS_ENV), 0) or None,
         )

@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from common.program_hash import program_sha256  # noqa: E402
-from common.settings import default_jobs_per_gpu  # noqa: E402
+from common.settings import RunnerConfig  # noqa: E402
 from runner.bulk.backends import LocalBackend, Task  # noqa: E402
 from runner.pool.gate import gates_report  # noqa: E402
 from runner.pool.sandbox import close_spares  # noqa: E402
@@ -169,8 +169,8 @@ def run(args: argparse.Namespace) -> int:
     programs = [(i, x) for i, x in programs[args.skip:args.skip + args.rows if args.rows else None]
                 if i not in leave_out]
     spec = RunSpec.build(args.device, timeout_s=args.timeout, trials=args.trials, profile=args.profile)
-    slots = make_slots(args.device, args.jobs_per_gpu, triton_cache_dir=str(args.out / "triton-cache"),
-                       jobs_per_gpu=args.jobs_per_gpu)
+    lanes = args.jobs_per_gpu or RunnerConfig.from_env().jobs_per_gpu
+    slots = make_slots(args.device, lanes or 2, triton_cache_dir=str(args.out / "triton-cache"), jobs_per_gpu=lanes)
     args.out.mkdir(parents=True, exist_ok=True)
     log = open(args.out / "results.jsonl", "a", encoding="utf-8")
     results: list[dict] = []
@@ -209,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
     summary = {
         "rows": len(programs), "runs": len(results), "elapsed_s": round(elapsed, 1),
         "runs_per_min": round(len(results) / elapsed * 60, 2), "interrupted": interrupted,
-        "jobs_per_gpu": args.jobs_per_gpu, "shuffle": args.shuffle,
+        "jobs_per_gpu": slots[0].lanes, "shuffle": args.shuffle,
         "profile": spec.profile, "timeout_s": spec.timeout_s,
         "verdicts": dict(Counter(r["error_type"] or "ok" for r in results).most_common()),
         "gpu_gates": gates_report(), "gpu_busy_fraction_smi": smi.stop(), "host_cpu": cpu.report(len(results), elapsed),
@@ -347,8 +347,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shuffle", type=int, default=0, metavar="SEED",
                    help="run the rows in this seeded random order (0: the file's order, which export sorts by id)")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
-    p.add_argument("--jobs-per-gpu", type=int, default=default_jobs_per_gpu(),
-                   help="(default: TLX_RUNNER_JOBS_PER_GPU's default; with --device cpu: interpreter workers)")
+    p.add_argument("--jobs-per-gpu", type=int, default=None,
+                   help="(default: TLX_RUNNER_JOBS_PER_GPU, else sized from the cores and memory per GPU; with "
+                        "--device cpu: interpreter workers, 2)")
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--trials", type=int, default=None)
     p.add_argument("--profile", default=None)

@@ -199,7 +199,8 @@ class FakeCandidate:
         if cmd in ("forward", "recheck"):
             answer.update(digest=inputs_digest(inputs), outputs=[inputs[0] * 2])
         if cmd == "time":
-            answer.update(timing=Timing(0.5, 0.5, 0.0, 0.5, 0.5, 1).to_dict(), flags=[])
+            answer.update(timing=Timing(0.5, 0.5, 0.0, 0.5, 0.5, 1).to_dict(), flags=[],
+                          launches={"checked": True, "triton_launches": 1, "triton_ms": 0.4})
         if cmd == "launches":
             answer.update(launches={"checked": True, "triton_launches": 1})
         self.pending.append(answer)
@@ -211,7 +212,7 @@ class FakeCandidate:
         self.ask(cmd, **fields)
         return self.answer()
 
-    def outputs(self, header, device, max_bytes):
+    def outputs(self, header, device, max_bytes, ipc=False):
         return header["outputs"]
 
 
@@ -247,6 +248,47 @@ def test_timing_stage_holds_the_exclusive_gate(monkeypatch, tmp_path):
     assert candidate.asked == ["time under exclusive"]
     assert events == ["enter shared", "exit shared", "enter exclusive", "time Model under exclusive",
                       "exit exclusive"]
+
+
+def test_loading_holds_no_gate_and_building_holds_it_shared(monkeypatch, tmp_path):
+    """Importing the program (the candidate) and the reference part (the judge) is CPU work: no gate, and the
+    candidate is asked only once it has warmed up (`ready`), so a slow spare holds no other job's timing back.
+    Building the models (GPU allocations, init kernels) holds the shared gate."""
+    events: list[str] = []
+    judge, candidate = fake_judge(tmp_path, events)
+    held: list[str] = []
+    monkeypatch.setattr(judge, "_reference", lambda: held.append(f"reference import under {judge.gate.held}") or Module)
+    monkeypatch.setattr(judge.steps, "init_inputs", lambda module: held.append(f"init inputs under {judge.gate.held}") or [])
+    monkeypatch.setattr(judge.steps, "model", lambda module, name, init: held.append(f"{name} under {judge.gate.held}"))
+    judge.load(str(tmp_path / "cache"))
+    assert candidate.asked == ["ready under None", "load under None", "build under shared"]
+    assert held == ["reference import under None", "init inputs under shared", "Model under shared"]
+    assert events == ["enter shared", "exit shared"]
+
+
+def test_the_launch_record_comes_with_the_timing_stage(monkeypatch, tmp_path):
+    """On CUDA the launches are recorded by the candidate inside the timing stage (the GPU alone: no other job's
+    kernels stretch their times) and the kernel-time check reads that record."""
+    events: list[str] = []
+    monkeypatch.setattr(timing, "time_callable", lambda fn, opts: (Timing(1.0, 1.0, 0.0, 1.0, 1.0, 1), []))
+    judge, candidate = fake_judge(tmp_path, events)
+    judge.time_both(Module, lambda x: x)
+    assert judge.launches["triton_ms"] == 0.4 and "timing_below_kernel_time" not in judge.flags
+    candidate.pending.clear()
+    judge, candidate = fake_judge(tmp_path, events)
+    original = candidate.ask
+
+    def slow_kernels(cmd, **fields):
+        original(cmd, **fields)
+        candidate.pending[-1]["launches"] = {"checked": True, "triton_launches": 1, "triton_ms": 5.0}
+
+    candidate.ask = slow_kernels
+    judge.time_both(Module, lambda x: x)
+    assert "timing_below_kernel_time" in judge.flags  # 0.5 ms timed against 5 ms of its kernels
+
+
+def test_fresh_value_pairs_shrink_for_slow_calls():
+    assert [timing.fresh_pairs(ms) for ms in (0.01, 10.0, 50.0, 1409.0)] == [5, 5, 2, 2]
 
 
 @pytest.mark.parametrize("tuners", [1, 0])
@@ -398,9 +440,15 @@ def test_triton_hooks_wrap_compile_and_autotuner():
         Autotuner._bench = saved[1]
 
 
-def test_jobs_per_gpu_follow_the_cores_unless_set():
+def test_jobs_per_gpu_follow_the_cores_and_memory_per_gpu_unless_set():
     from common.settings import JOBS_PER_GPU_ENV, RunnerConfig, default_jobs_per_gpu
 
-    assert [default_jobs_per_gpu(cores) for cores in (1, 2, 8, 16, 128)] == [1, 1, 4, 6, 6]
-    assert RunnerConfig.from_env({}).jobs_per_gpu == RunnerConfig().jobs_per_gpu == default_jobs_per_gpu()
+    gib = 1 << 30
+    assert [default_jobs_per_gpu(1, cores, 128 * gib) for cores in (1, 2, 8, 16, 128)] == [1, 1, 4, 6, 6]
+    assert default_jobs_per_gpu(8, 128, 2048 * gib) == 6  # 16 cores and 256 GiB per GPU
+    assert default_jobs_per_gpu(8, 64, 2048 * gib) == 4  # 8 cores per GPU
+    assert default_jobs_per_gpu(2, 32, 40 * gib) == 2  # 20 GiB per GPU: memory bounds it
+    assert RunnerConfig.from_env({}).jobs_per_gpu is None  # sized when the GPUs are known
     assert RunnerConfig.from_env({JOBS_PER_GPU_ENV: "3"}).jobs_per_gpu == 3
+    slots = make_slots("cuda", gpus=["H200", "H200"], jobs_per_gpu=None)
+    assert len(slots) == 2 * default_jobs_per_gpu(2) and slots[0].lanes == default_jobs_per_gpu(2)

@@ -159,7 +159,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=1, help="local CPU interpreter workers (no GPU)")
     parser.add_argument("--jobs-per-gpu", type=int, default=None,
                         help="local jobs sharing each GPU, timed one at a time (default TLX_RUNNER_JOBS_PER_GPU, "
-                             "else min(6, cores / 2))")
+                             "else a job per 2 cores and 8 GiB per GPU, at most 6)")
     parser.add_argument("--ray-cpus", type=int, default=None, help="CPUs of a local Ray instance")
 
 

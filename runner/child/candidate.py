@@ -6,11 +6,13 @@ commands over the link (`runner.child.link`), one answer each:
 
 | command | does | answers |
 |---|---|---|
-| `load` (program, options, device, triton_cache_dir, ipc) | set up the device, install the guard, import, build | flags, autotunes, a CUDA IPC probe when asked |
+| `ready` | nothing: answered once the process has warmed up | |
+| `load` (program, options, device, triton_cache_dir) | set up the device, install the guard, import | autotunes |
+| `build` (ipc) | `get_init_inputs()`, `Model` (for its state) and `ModelNew` | flags, a CUDA IPC probe when asked |
 | `compile_pass` (seed) | one call on copies with every autotuner compiling its configs, timing nothing | tuners |
 | `forward` (seed, ipc) | `ModelNew` on `get_inputs()` made after `seed` | digest, outputs (IPC handles when `ipc`) |
-| `launches` (seed) | one untimed call with its launches recorded (`runner.child.launches`) | launches |
-| `time` (seed, timing) | the timing loop on `get_inputs()` made after `seed` | timing, flags |
+| `launches` (seed) | one untimed call with its launches recorded (`runner.child.launches`; the profiler when no Triton kernel ran) | launches |
+| `time` (seed, timing) | the timing loop on `get_inputs()` made after `seed`, then one call with its launches recorded (no profiler) | timing, flags, launches |
 | `recheck` (seed, ipc) | fresh values after `seed` written into the timed inputs' tensors, one call | digest, outputs |
 | `finish` | | flags (guard refusals, interpreter notes), its CPU seconds |
 
@@ -82,12 +84,19 @@ class Candidate:
         missing = [name for name in REQUIRED if not callable(getattr(self.module, name, None))]
         if missing:
             raise fail(ErrorType.MISSING_SYMBOL, f"program does not define {', '.join(missing)}")
+        return {"autotunes": "autotune" in source}
+
+    def ready(self, msg: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    def build(self, msg: dict[str, Any]) -> dict[str, Any]:
+        steps = self.steps
         init = steps.init_inputs(self.module)
         model = steps.model(self.module, "Model", init)
         self.new = steps.model(self.module, "ModelNew", init)
         steps.guarded("init", "loading Model's state into ModelNew", self.load_state, model, self.new)
         del model
-        return {"flags": list(self.flags), "autotunes": "autotune" in source, **self.ipc_probe(msg)}
+        return {"flags": list(self.flags), **self.ipc_probe(msg)}
 
     def ipc_probe(self, msg: dict[str, Any]) -> dict[str, Any]:
         """A tensor of known values as a CUDA IPC handle, when the judge asks: it tries to open it."""
@@ -145,12 +154,10 @@ class Candidate:
     def launches(self, msg: dict[str, Any]) -> dict[str, Any]:
         import torch
 
-        from runner.child.launches import account
-
         inputs = self.steps.inputs(self.module, int(msg["seed"]))
         with torch.no_grad():
-            record = self.steps.guarded("launches", "ModelNew forward (recording launches)", account,
-                                        lambda: self.new(*inputs), self.module, self.steps.device, hold=None)
+            record = self.steps.guarded("launches", "ModelNew forward (recording launches)", self._account,
+                                        inputs, 0.0, True, hold=None)
         return {"launches": record}
 
     def time(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -167,10 +174,18 @@ class Candidate:
             t.repeated_median_ms, t.fresh_median_ms = self.steps.guarded(
                 "timing", "timing ModelNew on repeated and on fresh values",
                 lambda: timing.time_repeated_and_fresh(lambda: self.new(*inputs), lambda: self.refill(seed),
-                                                       lambda k: self.refill(seed + 1 + k), opts), hold=None)
+                                                       lambda k: self.refill(seed + 1 + k), opts,
+                                                       timing.fresh_pairs(t.median_ms)), hold=None)
+            record = self.steps.guarded("timing", "ModelNew forward (recording launches)", self._account,
+                                        inputs, 2 * (t.host_call_ms or t.median_ms) + 1.0, hold=None)
         if timing.faster_on_repeated_inputs(t.repeated_median_ms, t.fresh_median_ms):
             flags.append("faster_on_repeated_inputs")
-        return {"timing": t.to_dict(), "flags": flags}
+        return {"timing": t.to_dict(), "flags": flags, "launches": record}
+
+    def _account(self, inputs: list[Any], prefill_ms: float, profile: bool = False) -> dict[str, Any]:
+        from runner.child.launches import account
+
+        return account(lambda: self.new(*inputs), self.module, self.steps.device, prefill_ms, profile)
 
     def refill(self, seed: int) -> None:
         """Write the values `get_inputs()` makes after `seed` into the timed input tensors."""
@@ -236,7 +251,7 @@ def serve(stream_in: Any, stream_out: Any) -> None:
             return
 
 
-COMMANDS = ("load", "compile_pass", "forward", "launches", "time", "recheck", "finish")
+COMMANDS = ("ready", "load", "build", "compile_pass", "forward", "launches", "time", "recheck", "finish")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -248,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         return 5
     faulthandler.enable()  # a crash leaves the Python stack on stderr, whose tail the sandbox keeps
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    process.prewarm()
+    process.prewarm(with_triton=True)
     sock = socket.socket(fileno=args.fd)
     stream_in, stream_out = sock.makefile("rb"), sock.makefile("wb")
     set_seed(0)

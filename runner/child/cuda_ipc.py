@@ -75,7 +75,10 @@ class Importer:
     """Judge side, one answer's worth: `copy(desc)` gives a uint8 tensor of the judge's own; `close()` unmaps."""
 
     def __init__(self) -> None:
+        import torch
+
         self.opened: dict[str, tuple[int, int]] = {}  # handle hex → (base, size)
+        torch.empty(1, device="cuda")  # the driver calls need this thread's CUDA context to exist
 
     def _open(self, handle_hex: str) -> tuple[int, int]:
         if handle_hex not in self.opened:

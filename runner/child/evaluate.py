@@ -74,27 +74,40 @@ class Judge:
 
     # -- loading ---------------------------------------------------------------------------------------------
     def load(self, cache_dir: str) -> tuple[Any, Any]:
-        """Both sides load at once: the candidate imports the program and builds ModelNew while the judge
-        imports the reference part and builds Model. The candidate's failure wins (it is the program's)."""
+        """Both sides load at once, without the GPU gate: the candidate imports the program while the judge imports
+        the reference part (CPU work, after the candidate has warmed up: `ready`). Then, holding the shared gate,
+        both build (init inputs, ModelNew and Model on the device). The candidate's failure wins (it is the
+        program's)."""
+        self.emit("load: waiting for the candidate's process to warm up")
+        self.candidate.request("ready")
         self.emit("load: importing the program")
         open_for(Path(self.path), self.candidate.identity)
+        self.candidate.ask("load", program=self.path, options=self.options.to_dict(), device=self.device,
+                           triton_cache_dir=cache_dir)
+        module, problem = self._both(self._reference)
+        answer = self.candidate.answer()
+        self.autotunes = bool(answer.get("autotunes"))
+        if problem is not None:
+            raise problem
+        self.emit("init: building Model and ModelNew")
         with self.gate.hold(SHARED):
-            self.candidate.ask("load", program=self.path, options=self.options.to_dict(), device=self.device,
-                               triton_cache_dir=cache_dir, ipc=self.device == "cuda" and cuda_ipc_wanted())
-            try:
-                module, model, problem = self._reference(), None, None
-                init = self.steps.init_inputs(module)
-                model = self.steps.model(module, "Model", init)
-            except Stop as stop:
-                module, problem = None, stop
-            self.emit("load: importing the program")
+            self.candidate.ask("build", ipc=self.device == "cuda" and cuda_ipc_wanted())
+            model, problem = self._both(lambda: self.steps.model(module, "Model", self.steps.init_inputs(module)))
             answer = self.candidate.answer()
         if problem is not None:
             raise problem
         self.flags += [str(f) for f in answer.get("flags") or [] if isinstance(f, str)][:20]
-        self.autotunes = bool(answer.get("autotunes"))
         self.probe_ipc(answer)
         return module, model
+
+    @staticmethod
+    def _both(step: Callable[[], Any]) -> tuple[Any, Stop | None]:
+        """The judge's half of a step both processes take at once: its value, or its failure kept until the
+        candidate has answered (whose failure wins)."""
+        try:
+            return step(), None
+        except Stop as stop:
+            return None, stop
 
     def probe_ipc(self, answer: dict[str, Any]) -> None:
         """Outputs come as CUDA IPC handles if the candidate's probe opened here with its values, else as bytes."""
@@ -214,12 +227,15 @@ class Judge:
     # -- what ran, timing, recheck ---------------------------------------------------------------------------
     def record_launches(self) -> None:
         """One more call on the first trial's inputs, its launches recorded: a candidate that answers an input it
-        has seen from a cache launches nothing (`no_triton_launch`)."""
+        has seen from a cache launches nothing (`no_triton_launch`). On CUDA the timing stage records them (with
+        the GPU alone, so that other jobs' kernels do not stretch their times); this call then only profiles a
+        call in which no Triton kernel ran, to say what ran instead."""
         self.emit("launches: ModelNew forward (recording launches)")
         with self.gate.hold(SHARED):
-            record = self.candidate.request("launches", seed=self.options.seed + 1).get("launches")
+            self.take_launches(self.candidate.request("launches", seed=self.options.seed + 1).get("launches"))
+
+    def take_launches(self, record: Any) -> None:
         self.launches = record if isinstance(record, dict) else launches.not_checked("no launch record came back")
-        self.flags += launches.flags_of(self.launches)
 
     def time_both(self, module: Any, model: Any) -> RunResult:
         """Time ModelNew (in its process), then Model (here), holding the GPU's exclusive gate."""
@@ -242,8 +258,9 @@ class Judge:
         t_new = Timing.from_dict(answer.get("timing"))
         if t_new is None:
             raise fail(ErrorType.RUNTIME_ERROR, "the candidate's timing came back empty")
+        self.take_launches(answer.get("launches"))
         self.flags += [str(f) for f in answer.get("flags") or [] if isinstance(f, str)][:20] + [f"ref_{f}" for f in f_ref]
-        kernels_ms = self.launches.get("triton_ms") if self.launches.get("checked") else None
+        kernels_ms = self.launches.get("triton_ms") if self.launches.get("checked") else None  # with the GPU alone
         if kernels_ms and t_new.median_ms < TIMING_BELOW_KERNELS * kernels_ms:
             self.flags.append("timing_below_kernel_time")  # the call took less than its Triton kernels alone
         speedup = t_ref.median_ms / t_new.median_ms if t_new.median_ms > 0 else None
@@ -271,12 +288,16 @@ class Judge:
     def run(self, cache_dir: str) -> RunResult:
         module, model = self.load(cache_dir)
         self.correctness(module, model)
-        self.record_launches()
         if self.device != "cuda":
+            self.record_launches()
+            self.flags += launches.flags_of(self.launches)
             self.recheck(module, model)
             self.flags.append("interpreted_no_timing")
             return RunResult.passed("correct; interpreted, no timing")
         verdict = self.time_both(module, model)
+        if self.launches.get("profile_pending"):
+            self.record_launches()
+        self.flags += launches.flags_of(self.launches)
         self.recheck(module, model)
         return verdict
 

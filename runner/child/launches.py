@@ -8,8 +8,11 @@ launched on, which gives its GPU time, and the whole call by two more. The recor
 "top_kernels": [{"name", "count", "ms", "triton"}], "reason"}`
 
 - `triton_launch_events` (the usual path): `triton_ms` is the Triton kernels' GPU time, `other_ms` the rest of
-  the call's GPU span (other kernels, copies and idle gaps between launches, so an upper bound), `triton_share`
-  their ratio; `other_launches` is not known (None).
+  the call's GPU span (other kernels and copies; the queue is filled before the call, for twice the call's host
+  time up to 50 ms, so that the host's gaps between launches do not count, except in a call that launches for
+  longer: then an upper bound), `triton_share` their ratio; `other_launches` is not known (None). On a GPU shared
+  by several jobs it is taken in the timing stage, with the GPU to the job alone, so that no other job's kernels
+  stretch the times.
 - `torch_profiler` (when no Triton kernel ran, to say what ran instead): every GPU kernel, copy and set of the
   call with its GPU time and name; `triton_share` over kernel time alone. It is not the usual path because
   starting the profiler (CUPTI) costs seconds of CPU per process.
@@ -23,10 +26,13 @@ profiler can mislead it; the static checks (ingest) are the second look."""
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
 TOP_KERNELS = 5
+CALIBRATION_CYCLES = 1_000_000
+MAX_PREFILL_MS = 50.0
 
 
 def _jit_classes() -> list[type]:
@@ -130,8 +136,32 @@ def _share(triton_ms: float, other_ms: float) -> float | None:
     return round(triton_ms / (triton_ms + other_ms), 4) if triton_ms + other_ms > 0 else None
 
 
-def account(call: Callable[[], Any], module: Any, device: str) -> dict[str, Any]:
-    """Run `call` once and say what it launched (see the module's docstring); `call` raising propagates."""
+@functools.lru_cache(maxsize=1)
+def _sleep_cycles_per_ms() -> float:
+    import torch
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(CALIBRATION_CYCLES)
+    end.record()
+    end.synchronize()
+    return CALIBRATION_CYCLES / max(start.elapsed_time(end), 1e-3)
+
+
+def _fill_queue(ms: float) -> None:
+    """Keep the GPU busy for about `ms` before the call, so that its kernels run back to back while the host is
+    still launching them: the call's GPU span is then its GPU work, not the host's gaps."""
+    import torch
+
+    if ms > 0:
+        torch.cuda._sleep(int(min(ms, MAX_PREFILL_MS) * _sleep_cycles_per_ms()))
+
+
+def account(call: Callable[[], Any], module: Any, device: str, prefill_ms: float = 0.0,
+            profile: bool = True) -> dict[str, Any]:
+    """Run `call` once and say what it launched (see the module's docstring); `call` raising propagates. On CUDA
+    the queue is filled for `prefill_ms` first (`_fill_queue`); with no Triton launch seen, torch's profiler runs
+    the call again when `profile`, else the record says the profile is still to take (`profile_pending`)."""
     record: dict[str, Any] = {"checked": True, "triton_ms": None, "other_launches": None, "other_ms": None,
                               "triton_share": None, "top_kernels": [], "reason": None}
     if device != "cuda":
@@ -147,12 +177,13 @@ def account(call: Callable[[], Any], module: Any, device: str) -> dict[str, Any]
 
     torch.cuda.synchronize()
     with counting_triton_launches(timed=True) as launches:
+        _fill_queue(prefill_ms)
         begin = _recorded_event()
         call()
         end = _recorded_event()
         torch.cuda.synchronize()
     if not launches:
-        return _profiled(call, declared_kernels(module), record)
+        return _profiled(call, declared_kernels(module), record) if profile else {**record, "profile_pending": True}
     call_ms = begin.elapsed_time(end)
     by_name = {}
     for name, start, stop in launches:

@@ -1,7 +1,7 @@
 """The judge's entry: `python -P -m runner.child.main --spec-fd N --result-fd M --parent-pid P`.
 
 First asks the kernel to SIGKILL it when its parent dies (and exits if the parent is already gone), starts its
-candidate process (`runner.child.candidate_client`: it warms up beside the judge), then imports torch and triton
+candidate process (`runner.child.candidate_client`: it warms up beside the judge), then imports torch
 and warms the CUDA stack (`runner.child.warmup`), so that a pre-warmed spare (`runner.pool.spares`) is ready for
 work; then reads its one job spec (`{"program", "options", "triton_cache_dir", "channel_key", "gate"}`, one JSON
 line) from the spec pipe, which stays open for the GPU gate's answers (`runner.pool.gate`). It sets its resource
@@ -104,13 +104,13 @@ def main(argv: list[str] | None = None) -> int:
     faulthandler.enable()  # a crash leaves the Python stack on stderr, whose tail the parent keeps
     faulthandler.register(STACKS_SIGNAL, all_threads=True)  # the parent asks for stacks before a timeout kill
     candidate = CandidateProcess(Path(os.getcwd()))  # warms up beside this process
-    prewarm()
+    prewarm(with_triton=False)  # the judge runs no Triton code
     try:
         control_fd = os.dup2(args.spec_fd, random.randrange(400, 600), inheritable=False)  # below the channel's
         os.close(args.spec_fd)
         control = os.fdopen(control_fd, "rb")
         spec = read_spec(control)
-        cpu_warm = process.cpu_seconds()
+        cpu_warm = process.cpu_seconds(children=False)
         options = EvalOptions.from_dict(spec.get("options") or {})
         channel = Channel(args.result_fd, str(spec.get("channel_key") or ""))
     except (ValueError, TypeError, OSError) as exc:
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         verdict = harness_failure(exc)
     verdict.phases_s = phases.finish()
-    verdict.cpu_s = {"judge_warm": cpu_warm, "judge_job": round(process.cpu_seconds() - cpu_warm, 3), **verdict.cpu_s}
+    verdict.cpu_s = {"judge_warm": cpu_warm, "judge_job": round(process.cpu_seconds(children=False) - cpu_warm, 3), **verdict.cpu_s}
     try:
         channel.send({"event": "result", "key": channel.key, "result": verdict.to_dict()})
     except OSError:

@@ -27,19 +27,24 @@ def die_with_parent(parent_pid: int) -> bool:
     return os.getppid() == parent_pid  # checked after prctl: a parent that died before it is caught here
 
 
-def cpu_seconds() -> float:
-    """CPU seconds of this process and of its children it waited for (Triton's compilers), user and system."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return round(own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime, 3)
+def cpu_seconds(children: bool = True) -> float:
+    """CPU seconds of this process, user and system, and of the children it waited for (Triton's compilers) when
+    `children` (not for the judge: its child is the candidate, which reports its own)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    total = own.ru_utime + own.ru_stime
+    if children:
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        total += kids.ru_utime + kids.ru_stime
+    return round(total, 3)
 
 
-def prewarm() -> None:
-    """Import torch and triton and warm the CUDA stack (`runner.child.warmup`) while waiting for a job; a failure shows
-    up again in the job."""
+def prewarm(with_triton: bool) -> None:
+    """Import torch (and triton, `with_triton`) and warm the CUDA stack (`runner.child.warmup`) while waiting for a
+    job; a failure shows up again in the job."""
     try:
         from runner.child import warmup
 
-        warmup.warm_cuda()
+        warmup.warm_cuda(with_triton)
     except Exception:
         pass
 

@@ -40,6 +40,7 @@ AUTOTUNE_MIN_REPS = 5  # measured calls per autotune config, however slow (Trito
 AUTOTUNE_ESTIMATE_CALLS = 3  # calls that estimate a config's time (they warm up too)
 LAUNCH_BOUND_FRACTION = 0.9  # host launch time of a call / its GPU time at or above which it is launch-bound
 # (on an H200, GPU-bound rows measured at most 0.7, the rows whose timings moved 15-45% between runs 1.04-1.6)
+MIN_FRESH_TRIALS, FRESH_BUDGET_S = 2, 0.25  # slow calls: fewer pairs, about this many seconds of calls
 FRESH_TRIALS = 5  # calls timed with repeated, and with fresh, values written into the inputs (`time_repeated_and_fresh`)
 FRESH_SLOWER_FACTOR, FRESH_SLOWER_MIN_MS = 1.5, 0.01  # over both: `faster_on_repeated_inputs`
 DO_BENCH_FLAG = "timing_do_bench"  # on results timed by the do_bench cross-check
@@ -274,15 +275,21 @@ def time_do_bench(fn: Callable[[], Any], opts: TimingOptions) -> tuple[Timing, l
     return timing, [DO_BENCH_FLAG]
 
 
+def fresh_pairs(median_ms: float) -> int:
+    """Pairs of the repeated/fresh check: `FRESH_TRIALS`, fewer for slow calls (about `FRESH_BUDGET_S` of calls),
+    never under `MIN_FRESH_TRIALS`."""
+    return max(MIN_FRESH_TRIALS, min(FRESH_TRIALS, int(FRESH_BUDGET_S * 1000.0 / max(2 * median_ms, 1e-6))))
+
+
 def time_repeated_and_fresh(fn: Callable[[], Any], restore: Callable[[], None], refill: Callable[[int], None],
-                            opts: TimingOptions) -> tuple[float, float]:
-    """Median CUDA-event ms of `FRESH_TRIALS` calls after `restore()` wrote the timed values back into the inputs
+                            opts: TimingOptions, pairs: int = FRESH_TRIALS) -> tuple[float, float]:
+    """Median CUDA-event ms of `pairs` calls after `restore()` wrote the timed values back into the inputs
     and of as many after `refill(k)` wrote fresh ones, interleaved and timed alike (the writes outside the events,
     L2 flushed as in the loop). An honest call takes as long either way; one whose output depends on having seen
     the same values before (an output cached by value) is much faster on the repeated ones."""
     flush = _flush_buffer(opts)
     repeated, fresh = [], []
-    for k in range(FRESH_TRIALS):
+    for k in range(pairs):
         restore()
         _sync()
         repeated.append(_trial(fn, flush)[0])
@@ -314,5 +321,6 @@ def method_record(opts: TimingOptions) -> dict[str, Any]:
         "min_trials_after_min_time": MIN_TRIALS_AFTER_MIN_TIME,
         "fallback": SOURCE_WALL}, "launch_bound_rule": {"host_call_fraction_of_median": LAUNCH_BOUND_FRACTION},
         "autotune_min_reps": AUTOTUNE_MIN_REPS,
-        "fresh_values_rule": {"trials": FRESH_TRIALS, "slower_factor": FRESH_SLOWER_FACTOR,
+        "fresh_values_rule": {"trials": FRESH_TRIALS, "trials_min": MIN_FRESH_TRIALS, "budget_s": FRESH_BUDGET_S,
+                              "slower_factor": FRESH_SLOWER_FACTOR,
                               "slower_min_ms": FRESH_SLOWER_MIN_MS}}

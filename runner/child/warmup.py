@@ -1,8 +1,9 @@
 """What a spare child warms up while it waits for its job (`runner.child.main`), beyond importing torch and triton.
 
 On a CUDA machine (not in interpreter mode) it creates the CUDA context on its visible device and runs one tiny
-matmul (cuBLAS), one tiny convolution (cuDNN) and one tiny Triton kernel (Triton's compiler, driver utilities and
-launcher machinery). Those are first-use costs of every job, not of the program under test; paying them before the
+matmul (cuBLAS), one tiny convolution (cuDNN) and, in the candidate's process only, one tiny Triton kernel
+(Triton's compiler, driver utilities and launcher machinery): the judge runs no Triton code, and importing triton
+and compiling that kernel cost each spare seconds of CPU. Those are first-use costs of every job, not of the program under test; paying them before the
 job arrives is most of what a re-run costs beyond its timing loops. The warm-up kernel is compiled into the spare's
 own temp dir, never into the shared per-program cache. Nothing here may fail a job: errors are swallowed, and the
 job then pays those costs itself.
@@ -10,21 +11,30 @@ job then pays those costs itself.
 
 from __future__ import annotations
 
+import functools
 import os
-
-import triton
-import triton.language as tl
+from typing import Any
 
 
-@triton.jit
-def _add_one(ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(ptr + offs, tl.load(ptr + offs, mask=mask) + 1.0, mask=mask)
+@functools.lru_cache(maxsize=1)
+def _add_one() -> Any:
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def add_one(ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(ptr + offs, tl.load(ptr + offs, mask=mask) + 1.0, mask=mask)
+
+    return add_one
 
 
-def warm_cuda() -> bool:
-    """Warm the CUDA stack of this process; False when there is no CUDA device to warm (or in interpreter mode)."""
+def warm_cuda(with_triton: bool = True) -> bool:
+    """Warm the CUDA stack of this process (and Triton's, `with_triton`); False when there is no CUDA device to
+    warm (or in interpreter mode). Without a GPU, `with_triton` still imports triton."""
+    if with_triton:
+        import triton  # noqa: F401
     if os.environ.get("TRITON_INTERPRET") == "1":
         return False
     import torch
@@ -35,6 +45,7 @@ def warm_cuda() -> bool:
     (x @ x).sum().item()
     w = torch.ones(1, 1, 3, 3, device="cuda")
     torch.nn.functional.conv2d(x.view(1, 1, 64, 64), w).sum().item()
-    _add_one[(1,)](x, x.numel(), BLOCK=128)
+    if with_triton:
+        _add_one()[(1,)](x, x.numel(), BLOCK=128)
     torch.cuda.synchronize()
     return True

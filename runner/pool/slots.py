@@ -14,6 +14,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
+from common.settings import default_jobs_per_gpu
+
 _GPU_PROBE = (
     "import json, torch\n"
     "n = torch.cuda.device_count() if torch.cuda.is_available() else 0\n"
@@ -48,18 +50,19 @@ def detect_gpus(timeout: float = 120.0) -> list[str]:
 
 
 def make_slots(device: str = "auto", cpu_workers: int = 1, gpus: list[str] | None = None,
-               triton_cache_dir: str | None = None, jobs_per_gpu: int = 1) -> list[Slot]:
-    """`jobs_per_gpu` slots per GPU for `cuda`/`auto` with GPUs; else `cpu_workers` interpreter slots; all share
-    the cache."""
+               triton_cache_dir: str | None = None, jobs_per_gpu: int | None = 1) -> list[Slot]:
+    """`jobs_per_gpu` slots per GPU for `cuda`/`auto` with GPUs (None: sized from the host's cores and memory per
+    GPU, `common.settings.default_jobs_per_gpu`); else `cpu_workers` interpreter slots; all share the cache."""
     if device not in ("auto", "cuda", "cpu"):
         raise ValueError(f"device must be auto, cuda or cpu, not {device!r}")
-    if jobs_per_gpu < 1:
+    if jobs_per_gpu is not None and jobs_per_gpu < 1:
         raise ValueError(f"jobs per GPU must be >= 1, not {jobs_per_gpu}")
     if gpus is None:
         gpus = detect_gpus() if device != "cpu" else []
     if device == "cuda" and not gpus:
         raise RuntimeError("--device cuda: no CUDA GPU is visible to this process")
     if device != "cpu" and gpus:
+        jobs_per_gpu = jobs_per_gpu or default_jobs_per_gpu(len(gpus))
         parent = os.environ.get("CUDA_VISIBLE_DEVICES")
         physical = [p.strip() for p in parent.split(",")] if parent else [str(i) for i in range(len(gpus))]
         return [Slot(f"gpu{i}" + (f".{lane}" if lane else ""), "cuda", physical[i], name, triton_cache_dir, jobs_per_gpu)
