@@ -35,6 +35,7 @@ DESIGN_KEYS = {
     "id", "status", "error_type", "message", "exception", "traceback", "correct_trials", "trials", "max_abs_diff",
     "max_rel_diff", "timing", "ref_timing", "speedup", "flags", "method", "device", "system",
     "row_id", "program_sha256", "duration_s", "finished_at", "phases_s", "tolerance_passed", "outputs", "launches",
+    "pair",
 }
 EXPECTED = {
     "correct_add": None,
