@@ -250,6 +250,8 @@ def test_a_runner_on_another_store_is_named_before_queuing(ui_store):  # noqa: F
     same = [{"row_id": "train/000001", "program_sha256": sha["train/000001"]}]
     other = [{"row_id": "train/000002", "program_sha256": "0" * 64}, {"row_id": None, "program_sha256": "1" * 64}]
     assert api.mismatched_rows(ui_store, same) == [] and api.mismatched_rows(ui_store, same + other) == ["train/000002"]
+    pair = [{"kind": "pair", "row_id": None, "program_sha256": None, "members": same + other}]  # a pair job's rows
+    assert api.mismatched_rows(ui_store, pair) == ["train/000002"]
 
     def page() -> None:
         from types import SimpleNamespace

@@ -225,8 +225,8 @@ class JobStore:
             return cur.rowcount == 1
 
     def finish(self, job_id: str, result: dict[str, Any]) -> bool:
-        """Store the result (`RunResult.to_dict()`, or a pair job's `pairs.pair_result`) of a running job; False (result discarded) if it was cancelled
-        meanwhile."""
+        """Store the result (`RunResult.to_dict()`, or a pair job's `pairs.pair_result`) of a running job; False
+        (result discarded) if it was cancelled meanwhile."""
         with self._lock:
             cur = self._db.execute(
                 "UPDATE jobs SET state = 'done', result_json = ?, finished_at = ? "
