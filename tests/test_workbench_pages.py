@@ -303,3 +303,18 @@ def test_the_runner_names_its_store_and_another_build_is_said_before_queuing(ui_
 
     at = AppTest.from_function(page).run()
     assert "serves **another store**" in at.warning[0].value and "another-build" in at.warning[0].value
+
+
+def test_the_pair_summary_says_which_side_is_faster_and_what_differs():
+    from ui.rerun_pair import pair_summary
+
+    runs = {"A": {"status": "ok", "median_ms": 2.0}, "B": {"status": "ok", "median_ms": 0.5}}
+    result = {"job_id": "j1", "order": ["a", "b"], "started_at": {"a": 0.0, "b": 3.0}, "gpu": "NVIDIA H200",
+              "slot": "gpu0", "profile": "kernelbench", "differences": [], "b_speedup_over_a": 4.0}
+    text = pair_summary(result, runs)
+    assert "**A** correct, 2 ms · **B** correct, 0\\.5 ms · **B is 4× faster than A**" in text  # md-escaped
+    assert "measured in the same job, back to back on NVIDIA H200 · gpu0, profile `kernelbench`" in text
+    assert "A at 00:00:00 UTC, then B at 00:00:03 UTC" in text
+    slower = pair_summary(result | {"b_speedup_over_a": 0.5, "differences": ["GPU: H200 vs A100"]}, runs)
+    assert "**A is 2× faster than B** (B's speedup over A: 0.5×)" in slower
+    assert "one job, but not same-machine (GPU: H200 vs A100)" in slower
