@@ -5,7 +5,8 @@ lock), one `write` + `fsync` per line, so a crash loses at most the line being w
 dicts (`RunResult.to_dict()`, made once by the caller, which also stores it elsewhere). Readers (the explorer's
 queries, bulk resume, scripts) all go through `read_log` / `read_results`: every `*.jsonl` file of the given
 roots, in file-name order, torn or non-object lines skipped. `flatten_result` turns one result into one flat row
-of `RUN_COLUMNS` (the explorer's `runs` table, `queries.results`). Which result of a row is its latest verdict is
+of `RUN_COLUMNS` (the explorer's `runs` table, `queries.results`); `pair_job` links the two runs of one pair job
+(null for a run that was a job of its own, and in logs from before pair jobs). Which result of a row is its latest verdict is
 decided in one place, `queries/sql/setup_runs.sql` (newest `finished_at`, then file name, then line); bulk
 selects rows through it.
 
@@ -123,7 +124,7 @@ RUN_COLUMNS: tuple[tuple[str, str], ...] = (
     ("triton_launches", "int64"), ("triton_ms", "float64"), ("other_launches", "int64"), ("other_ms", "float64"),
     ("top_kernels", "string"), ("method", "string"), ("profile", "string"), ("atol", "float64"),
     ("rtol", "float64"), ("tolerance_passed", "float64"), ("device", "string"), ("gpu", "string"),
-    ("program_sha256", "string"), ("duration_s", "float64"), ("finished_at", "string"),
+    ("program_sha256", "string"), ("duration_s", "float64"), ("finished_at", "string"), ("pair_job", "string"),
     ("results_file", "string"), ("line", "int64"),
 )
 TRACEBACK_LINES = 30
@@ -166,6 +167,7 @@ def flatten_result(obj: dict, results_file: str, line: int) -> dict:
     timing, ref_timing = _mapping(obj.get("timing")), _mapping(obj.get("ref_timing"))
     system, method = _mapping(obj.get("system")), _mapping(obj.get("method"))
     launches = _mapping(obj.get("launches"))  # what ran (design §4); absent in older results: not checked
+    pair = _mapping(obj.get("pair"))  # the pair job that ran it beside another program; absent: a job of its own
     checked = launches.get("checked")
     flags = obj.get("flags")
     if isinstance(flags, dict):
@@ -210,6 +212,7 @@ def flatten_result(obj: dict, results_file: str, line: int) -> dict:
         "program_sha256": _text(obj.get("program_sha256")),
         "duration_s": _number(obj.get("duration_s")),
         "finished_at": _text(obj.get("finished_at")),
+        "pair_job": _text(pair.get("job_id")),
         "results_file": results_file,
         "line": line,
     }

@@ -1,5 +1,6 @@
 """Compare page (`?a=ID&b=ID`): two candidates of one problem, their facts side by side (labels, kernels, latest
-verdicts, measured times, speedups), a "Re-run both" on the runner, and their ModelNews as a diff."""
+verdicts, measured times, speedups), a "Re-run both" that times the two in one pair job of the runner (same GPU,
+same profile, back to back), and their ModelNews as a diff."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ else:
                  icon=":material/arrow_upward:", query_params={"problem": a.meta["problem_key"]})
 
 fresh = rerun_pair.rerun_both_panel(a_id, b_id, cfg)
-runs = {"A": compare.latest_run(a, fresh.get(a_id)), "B": compare.latest_run(b, fresh.get(b_id))}
+runs = {"A": compare.latest_run(a, fresh.get("A")), "B": compare.latest_run(b, fresh.get("B"))}
 table = compare.facts_frame(compare.facts(a, runs["A"], cfg.label_unit), compare.facts(b, runs["B"], cfg.label_unit))
 st.dataframe(table, hide_index=True, key="compare_facts", column_config={
     "": st.column_config.TextColumn("", width="medium"),

@@ -18,8 +18,10 @@ def store_build_id(store: Path | str) -> str | None:
 
 
 def mismatched_rows(store: Path | str, jobs: list[dict]) -> list[str]:
-    """Row ids of `jobs` (the runner's `GET /jobs` summaries) that this store holds with another program."""
-    ran = {j["row_id"]: j.get("program_sha256") for j in jobs if j.get("row_id") and j.get("program_sha256")}
+    """Row ids of `jobs` (the runner's `GET /jobs` summaries; a pair job's `members` each name a row and hash
+    too) that this store holds with another program."""
+    programs = [m for j in jobs for m in (j.get("members") or [j])]
+    ran = {p["row_id"]: p.get("program_sha256") for p in programs if p.get("row_id") and p.get("program_sha256")}
     if not ran:
         return []
     held = connect(store).execute("row_hashes", {"ids": sorted(ran)}).to_pylist()

@@ -111,8 +111,8 @@ def _now() -> str:
 @dataclass
 class RunResult:
     """One verdict. `to_dict()` gives exactly the JSON keys of design §3 plus row_id, program_sha256,
-    duration_s, finished_at, phases_s (where the time went), tolerance_passed and outputs (per output
-    differences). Built with `passed`, `failed` and `crashed`; the child leaves id and times to the parent
+    duration_s, finished_at, phases_s (where the time went), tolerance_passed, outputs (per output
+    differences) and pair (the pair job that ran it beside another program, else None). Built with `passed`, `failed` and `crashed`; the child leaves id and times to the parent
     (`completed`). Converted to JSON only where it is stored or sent."""
 
     id: str
@@ -143,6 +143,7 @@ class RunResult:
     launches: dict[str, Any] | None = None  # what one untimed ModelNew call launched (runner.child.launches)
     cpu_s: dict[str, float] = field(default_factory=dict)  # CPU seconds of the judge and the candidate, warming
     # up (before the job) and for the job: judge_warm, judge_job, candidate_warm, candidate_job
+    pair: dict[str, Any] | None = None  # the pair job this run was one of (runner.service.pairs.member_link)
 
     @property
     def ok(self) -> bool:

@@ -36,6 +36,7 @@ DESIGN_KEYS = {
     "max_rel_diff", "timing", "ref_timing", "speedup", "flags", "method", "device", "system",
     "row_id", "program_sha256", "duration_s", "finished_at", "phases_s", "tolerance_passed", "outputs", "launches",
     "cpu_s",
+    "pair",
 }
 EXPECTED = {
     "correct_add": None,

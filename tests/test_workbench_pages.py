@@ -64,13 +64,13 @@ def test_leaderboard_opens_a_comparison(env, ui_store):  # noqa: F811
     assert next(p.proto for p in at.get("page_link") if p.proto.label == "Compare").disabled
 
 
-def test_rerun_both_against_a_runner_service(env, ui_store, tmp_path):  # noqa: F811
+def test_rerun_both_is_one_pair_job_on_a_runner_service(env, ui_store, tmp_path):  # noqa: F811
     runs = tmp_path / "runner-runs"
     with runner_service(ui_store, runs) as (url, token):
         env(ui_store, TLX_RUNNER_URL=url, TLX_RUNNER_TOKEN=token, TLX_RUNS_DIR=str(runs))
         at = open_page("compare", a="train/000001", b="train/000004")
         no_exception(at)
-        assert any("no two-program job" in c.value for c in at.caption)
+        assert any("queues one pair job" in c.value for c in at.caption)
         at.button(key="rerun_both::train/000001::train/000004").click().run()
         no_exception(at)
         import time
@@ -86,8 +86,73 @@ def test_rerun_both_against_a_runner_service(env, ui_store, tmp_path):  # noqa: 
         from runner.service.client import RunnerClient
 
         jobs = RunnerClient(url, token).jobs()
-        assert sorted(j["row_id"] for j in jobs) == ["train/000001", "train/000004"]
-        assert len({str(j["options"]) for j in jobs}) == 1  # one profile for both
+        assert len(jobs) == 1 and jobs[0]["kind"] == "pair"  # one job for both
+        assert [m["row_id"] for m in jobs[0]["members"]] == ["train/000001", "train/000004"]
+        summary = at.success[0].value
+        assert summary.startswith(f"Pair job `{jobs[0]['id']}`: **A** correct, no timing · **B** correct, no timing")
+        assert "not timed on cpu-interpreter: no speedup" in summary
+        assert "measured in the same job, back to back on cpu-interpreter · cpu0" in summary
+        assert "A at " in summary and ", then B at " in summary  # the order they ran in
+        assert any("this session's Re-run both" in c.value for c in at.caption)
+        at = open_page("compare", a="train/000001", b="train/000004")  # a new session reads the results log
+        no_exception(at)
+        assert at.dataframe[0].value.set_index("").loc["latest verdict"].tolist() == ["correct", "correct"]
+        logged = api_runs_of(ui_store, runs, ("train/000001", "train/000004"))
+        assert {r["pair_job"] for r in logged} == {jobs[0]["id"]}
+
+
+def api_runs_of(store, runs_dir, row_ids) -> list[dict]:
+    from queries import api
+
+    return [r for r in api.runs(store, runs_dir).to_pylist() if r["row_id"] in row_ids]
+
+
+def test_compare_says_when_both_times_come_from_one_pair_job(env, ui_store, tmp_path):  # noqa: F811
+    env(ui_store)
+    a, b = result("train/000001", "ok", median_ms=1.0), result("train/000004", "ok", median_ms=0.25)
+    write_results(tmp_path / "runs", [a | {"pair": {"job_id": "j1", "member": "a"}},
+                                      b | {"pair": {"job_id": "j1", "member": "b"}}])
+    at = open_page("compare", a="train/000001", b="train/000004")
+    no_exception(at)
+    assert any("measured: B takes 0.25× A's time (same job: back to back on one GPU, one profile)" in c.value
+               for c in at.caption)
+    write_results(tmp_path / "runs", [a | {"finished_at": "2025-02-01T00:00:00Z"},  # newer runs, one job each
+                                      b | {"finished_at": "2025-02-01T00:00:00Z"}], name="worker-3.jsonl")
+    at = open_page("compare", a="train/000001", b="train/000004")
+    assert any("(separate jobs)" in c.value for c in at.caption)
+
+
+def test_a_runner_without_pair_jobs_is_named_on_the_compare_page(env, ui_store):  # noqa: F811
+    import threading
+
+    from runner.service.http import make_server
+    from tests.test_runner_pairs import OlderService
+    from tests.test_runner_service import TOKEN
+
+    server = make_server(OlderService(), "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+    try:
+        env(ui_store, TLX_RUNNER_URL=f"http://127.0.0.1:{server.server_address[1]}", TLX_RUNNER_TOKEN=TOKEN)
+        at = open_page("compare", a="train/000001", b="train/000004")
+        no_exception(at)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert any("does not know pair jobs (an older runner)" in w.value for w in at.warning)
+    assert not [b for b in at.button if b.label == "Re-run both"]
+
+
+def test_the_runs_page_lists_a_pair_job_as_one_line_with_both_members():
+    from ui.queue import jobs_frame
+
+    members = [{"label": "a", "row_id": "train/000001", "state": "done", "status": "failed",
+                "error_type": "output_mismatch"},
+               {"label": "b", "row_id": None, "program_sha256": "f" * 64, "state": "running", "status": None}]
+    frame = jobs_frame([{"id": "j1", "kind": "pair", "state": "running", "members": members, "result": None,
+                         "options": {"profile": "kernelbench"}, "created_at": 1.0, "started_at": 2.0}])
+    row = frame.iloc[0]
+    assert row["row"] == "pair: a train/000001 · b program ffffffffffff"
+    assert row["verdict"] == "a output_mismatch · b running" and row["profile"] == "kernelbench"
 
 
 def test_row_timing_spread_is_p10_p90_not_std(env, ui_store, tmp_path):  # noqa: F811
@@ -185,6 +250,8 @@ def test_a_runner_on_another_store_is_named_before_queuing(ui_store):  # noqa: F
     same = [{"row_id": "train/000001", "program_sha256": sha["train/000001"]}]
     other = [{"row_id": "train/000002", "program_sha256": "0" * 64}, {"row_id": None, "program_sha256": "1" * 64}]
     assert api.mismatched_rows(ui_store, same) == [] and api.mismatched_rows(ui_store, same + other) == ["train/000002"]
+    pair = [{"kind": "pair", "row_id": None, "program_sha256": None, "members": same + other}]  # a pair job's rows
+    assert api.mismatched_rows(ui_store, pair) == ["train/000002"]
 
     def page() -> None:
         from types import SimpleNamespace
@@ -236,3 +303,18 @@ def test_the_runner_names_its_store_and_another_build_is_said_before_queuing(ui_
 
     at = AppTest.from_function(page).run()
     assert "serves **another store**" in at.warning[0].value and "another-build" in at.warning[0].value
+
+
+def test_the_pair_summary_says_which_side_is_faster_and_what_differs():
+    from ui.rerun_pair import pair_summary
+
+    runs = {"A": {"status": "ok", "median_ms": 2.0}, "B": {"status": "ok", "median_ms": 0.5}}
+    result = {"job_id": "j1", "order": ["a", "b"], "started_at": {"a": 0.0, "b": 3.0}, "gpu": "NVIDIA H200",
+              "slot": "gpu0", "profile": "kernelbench", "differences": [], "b_speedup_over_a": 4.0}
+    text = pair_summary(result, runs)
+    assert "**A** correct, 2 ms · **B** correct, 0\\.5 ms · **B is 4× faster than A**" in text  # md-escaped
+    assert "measured in the same job, back to back on NVIDIA H200 · gpu0, profile `kernelbench`" in text
+    assert "A at 00:00:00 UTC, then B at 00:00:03 UTC" in text
+    slower = pair_summary(result | {"b_speedup_over_a": 0.5, "differences": ["GPU: H200 vs A100"]}, runs)
+    assert "**A is 2× faster than B** (B's speedup over A: 0.5×)" in slower
+    assert "one job, but not same-machine (GPU: H200 vs A100)" in slower

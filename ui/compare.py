@@ -27,7 +27,7 @@ def latest_run(detail, fresh: dict | None = None) -> dict | None:
     return detail.runs.slice(0, 1).to_pylist()[0] if detail.runs.num_rows else None
 
 
-def _verdict(run: dict | None) -> str:
+def verdict_text(run: dict | None) -> str:
     if run is None:
         return "never re-run"
     return "correct" if run.get("status") == "ok" else f"failed: {error_name(run.get('error_type') or 'unknown')}"
@@ -46,7 +46,7 @@ def facts(detail, run: dict | None, unit: str) -> dict[str, str]:
         "autotuned": "yes" if meta.get("autotuned") else "no",
         "candidate (chars)": _num(meta.get("cand_chars"), ",d"),
         "static finding": error_name(meta.get("static_error")),
-        "latest verdict": _verdict(run or None),
+        "latest verdict": verdict_text(run or None),
         "profile": str(run.get("profile") or "—"),
         "GPU / device": str(run.get("gpu") or run.get("device") or "—"),
         "ModelNew median": _num(run.get("median_ms"), ".4g", " ms"),
@@ -62,16 +62,19 @@ def facts_frame(a: dict[str, str], b: dict[str, str]) -> pd.DataFrame:
 
 
 def ratios(a_meta: dict, b_meta: dict, a_run: dict | None, b_run: dict | None) -> list[str]:
-    """B against A: label ratio, and measured ratio where both have a median (same-machine only if both ran
-    under one runner)."""
+    """B against A: label ratio, and measured ratio where both have a median: same-job when one pair job timed both
+    (back to back on one GPU under one profile), else separate jobs (on a different GPU or profile, said so)."""
     notes = []
     ya, yb = a_meta.get("y"), b_meta.get("y")
     if _present(ya) and _present(yb) and ya > 0:
         notes.append(f"label: B takes {yb / ya:.3g}× A's time")
     ma, mb = (a_run or {}).get("median_ms"), (b_run or {}).get("median_ms")
     if _present(ma) and _present(mb) and ma > 0:
-        same = (a_run or {}).get("gpu") == (b_run or {}).get("gpu") and a_run.get("profile") == b_run.get("profile")
-        notes.append(f"measured: B takes {mb / ma:.3g}× A's time" + ("" if same else " (different GPU or profile)"))
+        same = a_run.get("gpu") == b_run.get("gpu") and a_run.get("profile") == b_run.get("profile")
+        one_job = a_run.get("pair_job") is not None and a_run.get("pair_job") == b_run.get("pair_job")
+        how = ("same job: back to back on one GPU, one profile" if one_job else
+               "separate jobs" if same else "separate jobs, different GPU or profile")
+        notes.append(f"measured: B takes {mb / ma:.3g}× A's time ({how})")
     return notes
 
 

@@ -1,4 +1,6 @@
-"""The runner queue on the Runs page: counts from the service's own `/health`, recent jobs with readable times."""
+"""The runner queue on the Runs page: counts from the service's own `/health`, recent jobs with readable times; a
+pair job (two programs timed back to back in one job) is one line naming both programs and each one's state or
+verdict."""
 
 from __future__ import annotations
 
@@ -17,11 +19,22 @@ def _when(epoch: float | None) -> str | None:
 
 
 def _what(job: dict) -> str:
-    """The row a job ran, or the program's hash for a job submitted as text."""
+    """The row a job ran, or the program's hash for a job submitted as text; both members of a pair job."""
+    if job.get("members"):
+        return "pair: " + " · ".join(f"{m.get('label')} {_what(m)}" for m in job["members"])
     if job.get("row_id"):
         return str(job["row_id"])
     sha = job.get("program_sha256") or ""
     return f"program {sha[:12]}" if sha else "program"
+
+
+def _verdict(job: dict) -> str | None:
+    """A job's verdict; for a pair job each member's, or its state while it has none."""
+    if job.get("members"):
+        return " · ".join(f"{m.get('label')} {m.get('error_type') or m.get('status') or m.get('state')}"
+                          for m in job["members"])
+    result = job.get("result") or {}
+    return result.get("error_type") or result.get("status")
 
 
 def jobs_frame(jobs: list[dict]) -> pd.DataFrame:
@@ -33,10 +46,10 @@ def jobs_frame(jobs: list[dict]) -> pd.DataFrame:
         result = job.get("result") or {}
         started, finished = job.get("started_at"), job.get("finished_at")
         end = finished if finished is not None else (now if job.get("state") == "running" else None)
-        method = result.get("method") if isinstance(result.get("method"), dict) else {}
+        method = result.get("method") if isinstance(result.get("method"), dict) else {"profile": result.get("profile")}
         rows.append({
             "job": job.get("id"), "state": job.get("state"), "row": _what(job),
-            "verdict": result.get("error_type") or result.get("status"),
+            "verdict": _verdict(job),
             "profile": method.get("profile") or (job.get("options") or {}).get("profile"),
             "submitted": _when(job["created_at"] if job.get("created_at") is not None else job.get("submitted_at")),
             "started": _when(started), "finished": _when(finished),

@@ -1,23 +1,27 @@
-""""Re-run both" on the Compare page: the two rows queued one right after the other under one profile, polled
-until both have a verdict, which the page then shows side by side.
+""""Re-run both" on the Compare page: one pair job of the runner service (`runner/service/pairs.py`) times the two
+rows back to back on one GPU under one profile, each in its own sandbox; the page polls it until done, then shows
+both verdicts and times side by side and the speedup of one over the other measured in that same job.
 
-The runner service has no job that times two programs back to back in one process (design §3b: a job is one row
-or one program). So this submits two jobs with the same options, `force`d so both are measured now, and says so:
-each job's timing holds its GPU alone (runner/gate.py), but another job may run between the two, and on a
-service with several GPUs they may land on different ones (the result names the GPU).
+A runner that predates pair jobs (its `/health` lists no `pair` under `job_kinds`) is named, and no button is
+shown: two separate jobs would not make a same-machine comparison.
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import streamlit as st
 
-from ui import context, rerun, runner_state
+from ui import compare, context, rerun, runner_state
 from ui.text import md, md_code
 
 _POLL_S = 1.0
-NOTE = ("The runner has no two-program job yet, so **Re-run both** queues two jobs with the same profile, one right "
-        "after the other (each timed with the GPU to itself; another job may run between them, and a runner with "
-        "several GPUs may put them on different ones: the table names the GPU of each).")
+SIDES = {"a": "A", "b": "B"}  # the pair job's members -> the page's columns
+NOTE = ("**Re-run both** queues one pair job: the runner times A, then B, back to back on one GPU under this "
+        "profile, each program in its own sandbox, so their times compare same-machine.")
+OLD_RUNNER = ("The runner at {url} runs one program per job: it does not know pair jobs (an older runner), so it "
+              "cannot time these two in one job. Update the runner (`python -m runner serve` from this checkout) "
+              "to **Re-run both**.")
 
 
 def _key(a: str, b: str) -> str:
@@ -25,8 +29,9 @@ def _key(a: str, b: str) -> str:
 
 
 def rerun_both_panel(a: str, b: str, cfg) -> dict[str, dict]:
-    """The controls; returns the finished results of this session's "Re-run both" by row id (flat run rows)."""
-    from runner.service.client import RunnerError, RunnerUnavailable
+    """The controls; returns the finished runs of this session's "Re-run both" by side ("A", "B": flat run rows,
+    with the pair job's id in `pair_job`), after saying what the pair job measured."""
+    from runner.service.client import RunnerError, RunnerUnavailable, runs_pair_jobs
 
     if cfg.read_only:
         return {}
@@ -35,47 +40,82 @@ def rerun_both_panel(a: str, b: str, cfg) -> dict[str, dict]:
     runner_state.explain(state, cfg)
     if not state.usable:
         return {}
+    if not runs_pair_jobs(state.health):
+        st.warning(OLD_RUNNER.format(url=md_code(cfg.runner_url)))
+        return {}
     key = _key(a, b)
     with st.container(border=True):
         st.caption(rerun.runner_summary(cfg.runner_url, state.health))
         options = rerun.profile_options(f"compare::{a}::{b}")
         st.caption(NOTE)
         if st.button("Re-run both", key=f"rerun_both::{a}::{b}", type="primary"):
-            jobs = {}
             try:
-                for row_id in (a, b):
-                    job = client.submit(row_id=row_id, force=True, **options)
-                    jobs[row_id] = {"id": job["id"], "state": job.get("state", "queued"), "result": None}
+                job = client.submit_pair({"row_id": a}, {"row_id": b}, force=True, **options)
             except (RunnerError, RunnerUnavailable) as error:
-                st.error(f"Could not submit {md_code(row_id)}: {md(error)}")
+                st.error(f"Could not submit the pair job: {md(error)}")
                 return {}
-            st.session_state[key] = jobs
-        jobs = st.session_state.get(key) or {}
-        if any(job["state"] not in ("done", "cancelled") for job in jobs.values()):
-            _poll(client, a, b)
+            st.session_state[key] = {"id": job["id"], "state": job.get("state", "queued"), "result": None}
+        job = st.session_state.get(key)
+        if not job:
             return {}
-    from common.results_log import flatten_result
+        if job["state"] not in ("done", "cancelled"):
+            _poll(client, key)
+            return {}
+        if not job.get("result"):
+            st.warning(f"Pair job {md_code(job['id'])} was cancelled.")
+            return {}
+        from common.results_log import flatten_result
 
-    return {row_id: flatten_result(job["result"], "(this session)", 0) | {"job_id": job["id"]}
-            for row_id, job in jobs.items() if job.get("result")}
+        runs = {SIDES[label]: flatten_result(record, "(this session)", 0)
+                for label, record in job["result"]["runs"].items()}
+        st.success(pair_summary(job["result"], runs))
+    return runs
+
+
+def _clock(epoch: float | None) -> str:
+    return datetime.fromtimestamp(float(epoch), UTC).strftime("%H:%M:%S UTC") if epoch is not None else "?"
+
+
+def _time(run: dict) -> str:
+    median = run.get("median_ms")
+    return f"{median:.4g} ms" if median is not None else "no timing"
+
+
+def pair_summary(result: dict, runs: dict[str, dict]) -> str:
+    """What one finished pair job measured, as Markdown: each side's verdict and median, the speedup of B over A
+    measured in that job, and what makes the two comparable (or what differs)."""
+    sides = " · ".join(f"**{side}** {md(compare.verdict_text(run))}, {md(_time(run))}" for side, run in runs.items())
+    speedup = result.get("b_speedup_over_a")
+    if speedup is None:
+        measured = md(result.get("speedup_note") or "no speedup")
+    elif speedup >= 1:
+        measured = f"**B is {speedup:.3g}× faster than A**"
+    else:
+        measured = f"**A is {1 / speedup:.3g}× faster than B** (B's speedup over A: {speedup:.3g}×)"
+    order = ", then ".join(f"{SIDES[label]} at {_clock(result['started_at'].get(label))}" for label in result["order"])
+    where = md(" · ".join(str(p) for p in (result.get("gpu") or result.get("device"), result.get("slot")) if p))
+    same = (f"measured in the same job, back to back on {where}, profile {md_code(result.get('profile'))}: {md(order)}"
+            if not result.get("differences") else
+            f"one job, but not same-machine ({md('; '.join(result['differences']))})")
+    return f"Pair job {md_code(result.get('job_id'))}: {sides} · {measured} · {same}"
 
 
 @st.fragment(run_every=_POLL_S)
-def _poll(client, a: str, b: str) -> None:
-    """Both jobs' states once per run; when both are final, rerun the page to show the verdicts."""
+def _poll(client, key: str) -> None:
+    """The pair job's state once per run, each member's own; when final, rerun the page to show the verdicts."""
     from runner.service.client import RunnerError, RunnerUnavailable
 
-    key = _key(a, b)
-    jobs = dict(st.session_state.get(key) or {})
-    try:
-        for row_id, job in jobs.items():
-            if job["state"] not in ("done", "cancelled"):
-                jobs[row_id] = client.job(job["id"])
-    except (RunnerError, RunnerUnavailable) as error:
-        st.warning(f"Lost contact with the runner while polling: {md(error)}")
+    job = st.session_state.get(key)
+    if not job:
         return
-    st.session_state[key] = jobs
-    if all(job["state"] in ("done", "cancelled") for job in jobs.values()):
+    try:
+        latest = client.job(job["id"])
+    except (RunnerError, RunnerUnavailable) as error:
+        st.warning(f"Lost contact with the runner while polling pair job {md_code(job['id'])}: {md(error)}")
+        return
+    st.session_state[key] = latest
+    if latest["state"] in ("done", "cancelled"):
         st.rerun(scope="app")
-    st.status(" · ".join(f"{md_code(row_id)} {md(job['state'])}" for row_id, job in jobs.items()) + " …",
-              state="running")
+    members = " · ".join(f"{SIDES.get(m.get('label'), '?')} {md_code(m.get('row_id'))} {md(m.get('state'))}"
+                         for m in latest.get("members") or [])
+    st.status(f"Pair job {md_code(latest['id'])} is {md(latest['state'])}: {members} …", state="running")

@@ -2,7 +2,8 @@
 
 API (design §3b): `GET /health` (open), `POST /jobs` `{"row_id": ...}` or `{"program": "..."}` plus options
 `device` (auto|cuda|cpu), `timeout_s`, `trials`, `profile`, `atol`, `rtol`, `inputs_device` (device|cpu), `force`
--> `{"id", "state"}`; `GET /jobs/{id}` ->
+-> `{"id", "state"}`; a pair job (`runner.service.pairs`: two programs timed back to back in one job) instead gives
+`"pair": {"a": {"row_id" | "program"}, "b": {...}}` with the same options; `GET /jobs/{id}` ->
 `{"id", "state", "result", ...}`; `GET /jobs?limit=N&state=S`; `DELETE /jobs/{id}` cancels (a running job's
 sandbox is killed). Errors are JSON `{"error": "..."}` with a 4xx status. The HTTP layer (parsing, limits on
 bodies, time and connections, the server class) is `runner.service.http`.
@@ -49,12 +50,14 @@ from runner.result import RunResult
 from runner.rows import RowNotFound, StoreUnavailable, load_program, store_identity
 from runner.service.http import BadRequest, Limits, make_server
 from runner.service.jobs import STATES, Job, JobStore
+from runner.service.pairs import MEMBERS, PAIR_FIELD, member_link, pair_result, run_records
 from runner.service.workers import Evaluator, WorkerPool, sandbox_evaluator
 from runner.spec import RunSpec
 
 MAX_TIMEOUT_S = 3600.0
 MAX_TRIALS = 100
 _OPTION_KEYS = {"device", "timeout_s", "trials", "profile", "atol", "rtol", "inputs_device", "force"}
+JOB_KINDS = ("single", "pair")  # what POST /jobs accepts; /health says so, for clients to ask before submitting
 
 
 def is_loopback(host: str) -> bool:
@@ -108,14 +111,25 @@ class RunnerService:
     def start(self) -> dict[str, int]:
         """Recover what a dead service left running, then start the workers."""
 
+        def crashed_run(job: Job, pair: dict[str, Any] | None = None) -> dict[str, Any]:
+            result = RunResult.crashed(f"the runner service died {job.attempts} times while running this job",
+                                       job.options, id=job.result_id, row_id=job.row_id,
+                                       program_sha256=job.program_sha256)
+            result.pair = pair
+            return result.to_dict()
+
         def gave_up(job: Job) -> dict[str, Any]:
-            return RunResult.crashed(f"the runner service died {job.attempts} times while running this job",
-                                     job.options, id=job.result_id, row_id=job.row_id,
-                                     program_sha256=job.program_sha256).to_dict()
+            if not job.is_pair:
+                return crashed_run(job)
+            started = job.started_at or job.created_at
+            runs = {m.label: crashed_run(job.member_job(m), member_link(job.id, m, i, started, job.members[1 - i]))
+                    for i, m in enumerate(job.members)}
+            return pair_result(job.id, job.worker or "", "", None, runs, dict.fromkeys(runs, started))
 
         requeued, crashed = self.jobs.recover(gave_up)
         for result in crashed:
-            self.log.append(result)
+            for record in run_records(result):
+                self.log.append(record)
         self.pool.start()
         return {"requeued": requeued, "crashed": len(crashed)}
 
@@ -138,6 +152,7 @@ class RunnerService:
         running = self.pool.running()
         return {
             "status": "ok",
+            "job_kinds": list(JOB_KINDS),
             "hostname": socket.gethostname(),
             "device": result_device("cuda" if self.has_gpu else "cpu"),
             "gpus": [s.gpu_name for s in self.slots if s.device == "cuda"],
@@ -155,6 +170,8 @@ class RunnerService:
     def submit(self, body: Any) -> tuple[int, dict[str, Any]]:
         if not isinstance(body, dict):
             raise BadRequest(400, "the request body must be a JSON object")
+        if PAIR_FIELD in body:
+            return self._submit_pair(body)
         unknown = set(body) - _OPTION_KEYS - {"row_id", "program"}
         if unknown:
             raise BadRequest(400, f"unknown field(s): {', '.join(sorted(unknown))}")
@@ -162,20 +179,48 @@ class RunnerService:
         if (row_id is None) == (program is None):
             raise BadRequest(400, "give exactly one of 'row_id' or 'program'")
         options, force = parse_options(body, self.has_gpu)
+        job, created = self.jobs.submit(self._program(row_id, program), options, row_id=row_id, force=force)
+        return self._queued(job, created)
+
+    def _submit_pair(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """A pair job: `pair` = {"a": member, "b": member}, each member {"row_id"} or {"program"}; every refusal
+        names its field (`pair.b.row_id`)."""
+        unknown = set(body) - _OPTION_KEYS - {PAIR_FIELD}
+        if unknown:
+            raise BadRequest(400, f"unknown field(s) beside 'pair': {', '.join(sorted(unknown))}")
+        pair = body[PAIR_FIELD]
+        if not isinstance(pair, dict) or set(pair) != set(MEMBERS):
+            raise BadRequest(400, "pair must be an object with exactly the members 'a' and 'b', each "
+                                  '{"row_id": ...} or {"program": ...}')
+        programs = {}
+        for label in MEMBERS:
+            member, where = pair[label], f"pair.{label}"
+            if not isinstance(member, dict) or len(member) != 1 or set(member) - {"row_id", "program"}:
+                raise BadRequest(400, f"{where} must be an object with exactly one of 'row_id' or 'program'")
+            row_id, program = member.get("row_id"), member.get("program")
+            programs[label] = (row_id, self._program(row_id, program, f"{where}."))
+        options, force = parse_options(body, self.has_gpu)
+        job, created = self.jobs.submit_pair(programs, options, force=force)
+        return self._queued(job, created)
+
+    def _program(self, row_id: Any, program: Any, where: str = "") -> str:
+        """The program text of a row id or of a given program, checked; refusals name the field (`where`)."""
         if row_id is not None:
             try:
-                program = load_program(self.store, check_row_id(row_id))
+                return load_program(self.store, check_row_id(row_id))
             except BadRowId as e:
-                raise BadRequest(400, str(e)) from None
+                raise BadRequest(400, f"{where}row_id: {e}" if where else str(e)) from None
             except RowNotFound as e:
-                raise BadRequest(404, str(e)) from None
+                raise BadRequest(404, f"{where}row_id: {e}" if where else str(e)) from None
             except StoreUnavailable as e:
                 raise BadRequest(503, str(e)) from None
-        elif not isinstance(program, str) or not program.strip():
-            raise BadRequest(400, "program must be a non-empty string")
-        elif not is_utf8(program):  # a lone surrogate ("\ud800") that JSON can carry
-            raise BadRequest(400, "program must be valid UTF-8 text (it holds a lone surrogate)")
-        job, created = self.jobs.submit(program, options, row_id=row_id, force=force)
+        if not isinstance(program, str) or not program.strip():
+            raise BadRequest(400, f"{where}program must be a non-empty string")
+        if not is_utf8(program):  # a lone surrogate ("\ud800") that JSON can carry
+            raise BadRequest(400, f"{where}program must be valid UTF-8 text (it holds a lone surrogate)")
+        return program
+
+    def _queued(self, job: Job, created: bool) -> tuple[int, dict[str, Any]]:
         if created:
             self.pool.wake()
         return (201 if created else 200), {"id": job.id, "state": job.state, "created": created}

@@ -4,10 +4,12 @@
     job = client.submit(row_id="train/000123", timeout_s=60, profile="kernelbench-strict")  # or atol=..., rtol=...
     done = client.wait(job["id"], timeout=300)
     print(done["result"]["status"])
+    pair = client.submit_pair({"row_id": "train/000123"}, {"row_id": "train/000456"}, force=True)
+    both = client.wait(pair["id"])["result"]  # runs["a"], runs["b"], b_speedup_over_a, differences, ...
 
 `RunnerUnavailable`: nothing answers at the URL (connection refused, DNS, timeout).
 `RunnerError`: the service answered with an HTTP error; `.status` and the service's message.
-Both are `common.errors.TlxError`s.
+`PairJobsUnsupported` (a `RunnerError`): the service predates pair jobs. All are `common.errors.TlxError`s.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from common.settings import RunnerConfig, load_settings
 from runner.spec_args import add_spec_arguments, spec_fields
 
 FINAL_STATES = ("done", "cancelled")
+PAIR_KIND = "pair"  # in /health's `job_kinds` where the service runs pair jobs
 
 
 class RunnerUnavailable(TlxError):
@@ -41,6 +44,20 @@ class RunnerError(TlxError):
         super().__init__(f"runner service: HTTP {status}: {message}")
         self.status = status
         self.message = message
+
+
+class PairJobsUnsupported(RunnerError):
+    """The runner service does not know pair jobs (it runs one program per job: an older runner)."""
+
+    def __init__(self, url: str):
+        super().__init__(400, f"the runner service at {url} runs one program per job: it does not know pair jobs "
+                              "(an older runner); update it to time two programs in one job")
+
+
+def runs_pair_jobs(health: dict[str, Any]) -> bool:
+    """Whether a service's `/health` answer says it runs pair jobs."""
+    kinds = health.get("job_kinds")
+    return isinstance(kinds, list) and PAIR_KIND in kinds
 
 
 class RunnerClient:
@@ -92,6 +109,22 @@ class RunnerClient:
         body: dict[str, Any] = {"row_id": row_id} if row_id is not None else {"program": program}
         body.update({k: v for k, v in options.items() if v is not None})
         return self._request("POST", "/jobs", body)
+
+    def submit_pair(self, a: dict[str, str], b: dict[str, str], **options: Any) -> dict[str, Any]:
+        """Queue one job that times two programs back to back on one GPU under one set of options; `a` and `b`
+        are each `{"row_id": ...}` or `{"program": ...}`. Returns `{"id", "state"}`; the finished job's result
+        holds both runs (`runs`), their order, start times, `differences` and `b_speedup_over_a`. Raises
+        `PairJobsUnsupported` when the service predates pair jobs."""
+        for label, member in (("a", a), ("b", b)):
+            if not isinstance(member, dict) or len(member) != 1 or set(member) - {"row_id", "program"}:
+                raise ValueError(f"submit_pair: {label} must be {{'row_id': ...}} or {{'program': ...}}")
+        body: dict[str, Any] = {"pair": {"a": a, "b": b}} | {k: v for k, v in options.items() if v is not None}
+        try:
+            return self._request("POST", "/jobs", body)
+        except RunnerError as error:  # an older service names the field it does not know
+            if error.status == 400 and error.message.startswith("unknown field(s):") and "pair" in error.message:
+                raise PairJobsUnsupported(self.url) from None
+            raise
 
     def job(self, job_id: str) -> dict[str, Any]:
         return self._request("GET", f"/jobs/{urllib.parse.quote(job_id, safe='')}")

@@ -1,7 +1,10 @@
 """The runner's job store: one SQLite table (WAL, busy timeout) at `RUNS_DIR/runner.sqlite3`.
 
 A job holds everything needed to run it (the program text itself, not just a row id) so the queue survives
-restarts and store changes. States: `queued` -> `running` -> `done`, or `cancelled` from queued/running.
+restarts and store changes. States: `queued` -> `running` -> `done`, or `cancelled` from queued/running. A pair
+job (`runner.service.pairs`) holds its two programs in `members_json` (its `program` and `row_id` are empty), the
+runs of its members finished so far in `result_json` while it runs, and its whole result once done; tables made
+before pair jobs get the column when first opened.
 
 - Duplicate submissions collapse: submitting the same (program hash, options, row id) while such a job is queued
   or running returns that job (the row id is part of the key because results are filed under it). Without `force`, a finished job with the same key is returned as is (its result is
@@ -14,6 +17,7 @@ restarts and store changes. States: `queued` -> `running` -> `done`, or `cancell
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import threading
@@ -25,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from common.program_hash import program_sha256
+from runner.service.pairs import MEMBERS, Member, member_states, pair_key
 from runner.spec import RunSpec
 
 STATES = ("queued", "running", "done", "cancelled")
@@ -45,7 +50,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     created_at REAL NOT NULL,
     started_at REAL,
     finished_at REAL,
-    worker TEXT
+    worker TEXT,
+    members_json TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_key_state ON jobs (key, state);
 CREATE INDEX IF NOT EXISTS jobs_state_seq ON jobs (state, seq);
@@ -53,7 +59,7 @@ CREATE INDEX IF NOT EXISTS jobs_state_seq ON jobs (state, seq);
 
 _COLUMNS = (
     "id, key, row_id, program_sha256, program, options_json, state, attempts, result_json, "
-    "created_at, started_at, finished_at, worker"
+    "created_at, started_at, finished_at, worker, members_json"
 )
 
 
@@ -77,21 +83,34 @@ class Job:
     started_at: float | None
     finished_at: float | None
     worker: str | None
+    members: tuple[Member, ...] = ()  # a pair job's two programs; none for a job of one program
+
+    @property
+    def is_pair(self) -> bool:
+        return bool(self.members)
 
     def summary(self) -> dict[str, Any]:
-        """The job as the HTTP API shows it (no program text)."""
+        """The job as the HTTP API shows it (no program text); a pair job's result only once it is done, and each
+        of its members with its own state and verdict."""
+        if self.is_pair:
+            finished = (self.result or {}).get("runs") or {}
+            identity = {"kind": "pair", "row_id": None, "program_sha256": None,
+                        "members": member_states(self.state, self.members, finished)}
+            result = self.result if self.state == "done" else None
+        else:
+            identity = {"kind": "single", "row_id": self.row_id, "program_sha256": self.program_sha256}
+            result = self.result
         return {
             "id": self.id,
             "state": self.state,
-            "row_id": self.row_id,
-            "program_sha256": self.program_sha256,
+            **identity,
             "options": self.options.to_dict(),
             "attempts": self.attempts,
             "created_at": self.created_at,
             "started_at": self.started_at,
             "finished_at": self.finished_at,
             "worker": self.worker,
-            "result": self.result,
+            "result": result,
         }
 
     @property
@@ -99,15 +118,21 @@ class Job:
         """The `id` of this job's result: its row id, else its program's hash."""
         return self.row_id or self.program_sha256
 
+    def member_job(self, member: Member) -> Job:
+        """One member of a pair job as a job of its own program (what an evaluator runs), under the pair's id."""
+        return dataclasses.replace(self, row_id=member.row_id, program_sha256=member.program_sha256,
+                                   program=member.program, members=(), result=None)
+
 
 def _job(row: tuple) -> Job:
     (jid, key, row_id, sha, program, options_json, state, attempts, result_json,
-     created_at, started_at, finished_at, worker) = row
+     created_at, started_at, finished_at, worker, members_json) = row
     return Job(
         id=jid, key=key, row_id=row_id, program_sha256=sha, program=program,
         options=RunSpec.from_dict(json.loads(options_json)), state=state, attempts=attempts,
         result=json.loads(result_json) if result_json else None,
         created_at=created_at, started_at=started_at, finished_at=finished_at, worker=worker,
+        members=tuple(Member.from_dict(m) for m in json.loads(members_json)) if members_json else (),
     )
 
 
@@ -126,6 +151,8 @@ class JobStore:
         self._db.execute("PRAGMA busy_timeout=30000")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
+        if "members_json" not in {row[1] for row in self._db.execute("PRAGMA table_info(jobs)")}:
+            self._db.execute("ALTER TABLE jobs ADD COLUMN members_json TEXT")  # a table from before pair jobs
 
     def close(self) -> None:
         with self._lock:
@@ -140,7 +167,19 @@ class JobStore:
     ) -> tuple[Job, bool]:
         """Queue a job, or return the matching existing one. Returns (job, created)."""
         sha = program_sha256(program)
-        key = job_key(sha, options, row_id)
+        return self._submit(job_key(sha, options, row_id), options, force, row_id=row_id, sha=sha, program=program)
+
+    def submit_pair(self, programs: dict[str, tuple[str | None, str]], options: RunSpec, *,
+                    force: bool = False) -> tuple[Job, bool]:
+        """Queue a pair job of `programs` (label -> (row id or None, program text), labels `a` and `b`), or return
+        the matching existing one (same programs, rows, order and settings). Returns (job, created)."""
+        members = tuple(Member(label, programs[label][0], program_sha256(programs[label][1]), programs[label][1])
+                        for label in MEMBERS)
+        members_json = json.dumps([m.to_dict() for m in members])
+        return self._submit(pair_key(members, options.key()), options, force, members_json=members_json)
+
+    def _submit(self, key: str, options: RunSpec, force: bool, *, row_id: str | None = None, sha: str = "",
+                program: str = "", members_json: str | None = None) -> tuple[Job, bool]:
         states = ("queued", "running") if force else ("queued", "running", "done")
         marks = ",".join("?" * len(states))
         with self._lock:
@@ -157,8 +196,9 @@ class JobStore:
                 jid = uuid.uuid4().hex[:16]
                 self._db.execute(
                     "INSERT INTO jobs (id, key, row_id, program_sha256, program, options_json, state, "
-                    "created_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?)",
-                    (jid, key, row_id, sha, program, json.dumps(options.to_dict(), sort_keys=True), time.time()),
+                    "created_at, members_json) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?)",
+                    (jid, key, row_id, sha, program, json.dumps(options.to_dict(), sort_keys=True), time.time(),
+                     members_json),
                 )
                 self._db.execute("COMMIT")
             except BaseException:
@@ -176,9 +216,17 @@ class JobStore:
                 (time.time(), worker),
             )
 
+    def record_progress(self, job_id: str, progress: dict[str, Any]) -> bool:
+        """Store what a running pair job has finished so far (`{"runs": {label: result}}`); False if it is no
+        longer running."""
+        with self._lock:
+            cur = self._db.execute("UPDATE jobs SET result_json = ? WHERE id = ? AND state = 'running'",
+                                   (json.dumps(progress, default=str), job_id))
+            return cur.rowcount == 1
+
     def finish(self, job_id: str, result: dict[str, Any]) -> bool:
-        """Store the result (`RunResult.to_dict()`) of a running job; False (result discarded) if it was cancelled
-        meanwhile."""
+        """Store the result (`RunResult.to_dict()`, or a pair job's `pairs.pair_result`) of a running job; False
+        (result discarded) if it was cancelled meanwhile."""
         with self._lock:
             cur = self._db.execute(
                 "UPDATE jobs SET state = 'done', result_json = ?, finished_at = ? "
@@ -191,7 +239,7 @@ class JobStore:
         """Put a running job back in the queue without counting the attempt (service shutting down)."""
         with self._lock:
             cur = self._db.execute(
-                "UPDATE jobs SET state = 'queued', started_at = NULL, worker = NULL, "
+                "UPDATE jobs SET state = 'queued', started_at = NULL, worker = NULL, result_json = NULL, "
                 "attempts = MAX(attempts - 1, 0) WHERE id = ? AND state = 'running'",
                 (job_id,),
             )
@@ -227,7 +275,8 @@ class JobStore:
                         crashed.append(result)
                     else:
                         self._db.execute(
-                            "UPDATE jobs SET state = 'queued', started_at = NULL, worker = NULL WHERE id = ?",
+                            "UPDATE jobs SET state = 'queued', started_at = NULL, worker = NULL, result_json = NULL "
+                            "WHERE id = ?",
                             (job.id,),
                         )
                         requeued += 1

@@ -2,7 +2,10 @@
 it through `runner.pool.gate`, or CPU (Triton interpreter) workers).
 
 A worker claims a job from the `JobStore`, runs the evaluator (by default `runner.pool.oom_rerun.evaluate_on_slot`),
-stores the result and appends it to the results log. A job cancelled while running has its sandbox killed through the `cancel` event the evaluator receives; a
+stores the result and appends it to the results log. A pair job's two members (`runner.service.pairs`) run on the
+claiming worker's slot one after the other, each through the evaluator (its own sandbox), under the job's one
+`RunSpec`; the first member's result is stored as the job's progress, and both are logged (each a normal run
+whose `pair` field names the job) only once the job is done. A job cancelled while running has its sandbox killed through the `cancel` event the evaluator receives; a
 result that still arrives for a cancelled job is discarded (neither stored nor logged).
 """
 
@@ -12,12 +15,14 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from typing import Any
 
 from common.results_log import ResultsLog
 from runner.pool.oom_rerun import evaluate_on_slot
 from runner.pool.slots import Slot
 from runner.result import RunResult
 from runner.service.jobs import Job, JobStore
+from runner.service.pairs import member_link, pair_result, run_records
 
 Evaluator = Callable[[Job, Slot, threading.Event], RunResult]
 
@@ -91,13 +96,33 @@ class WorkerPool:
             with self._current_lock:
                 self._current[slot.name] = (job.id, cancel)
             try:
-                result = self._run(job, slot, cancel)
+                record = self._run_pair(job, worker, slot, cancel) if job.is_pair else self._record(job, slot, cancel)
             finally:
                 with self._current_lock:
                     self._current.pop(slot.name, None)
-            record = result.stamped(job.options).to_dict()  # made once, stored and logged
-            if self.jobs.finish(job.id, record):
-                self.log.append(record)
+            if record is not None and self.jobs.finish(job.id, record):
+                for logged in run_records(record):
+                    self.log.append(logged)
+
+    def _record(self, job: Job, slot: Slot, cancel: threading.Event, pair: dict[str, Any] | None = None) -> dict:
+        """One run's result as the dict that is stored and logged (made once)."""
+        result = self._run(job, slot, cancel).stamped(job.options)
+        result.pair = pair
+        return result.to_dict()
+
+    def _run_pair(self, job: Job, worker: str, slot: Slot, cancel: threading.Event) -> dict[str, Any] | None:
+        """Both members back to back on this slot; None when the job was cancelled before the second started."""
+        records: dict[str, dict[str, Any]] = {}
+        started: dict[str, float] = {}
+        for position, member in enumerate(job.members):
+            if cancel.is_set():
+                return None
+            partner = job.members[1 - position]
+            started[member.label] = time.time()
+            link = member_link(job.id, member, position, started[member.label], partner)
+            records[member.label] = self._record(job.member_job(member), slot, cancel, link)
+            self.jobs.record_progress(job.id, {"runs": records})
+        return pair_result(job.id, worker, slot.name, slot.gpu_name, records, started)
 
     def _run(self, job: Job, slot: Slot, cancel: threading.Event) -> RunResult:
         started = time.monotonic()
