@@ -8,7 +8,8 @@ Locally, `--jobs-per-gpu` jobs share each GPU through their CPU-bound stages and
 (`runner.pool.gate`).
 
 Resumable: a row is skipped when the log already holds `--repeats` results for the same row id, program hash,
-run settings (`runner.spec.RunSpec.key`, profile included) and hardware (GPU name, or `cpu-interpreter`), unless `--force`. Results are
+run settings (`runner.spec.RunSpec.key`, profile included) and hardware (GPU name, or `cpu-interpreter`), unless `--force`;
+a `crashed` result (a run whose worker died) counts, stamped with the planned GPU where it names none. Results are
 fsync'd as they arrive, so Ctrl-C loses at most the tasks in flight. Progress (rate, ETA) goes to stderr, the
 summary to stdout.
 """
@@ -203,6 +204,10 @@ def main(args: argparse.Namespace) -> int:
           f"profile {spec.profile}; results -> {log.path}", file=sys.stderr, flush=True)
 
     def on_result(task: Task, result: RunResult) -> None:
+        if result.device == "cuda" and not result.system.get("gpu"):
+            # a verdict made where no GPU was asked (the Ray worker died, the evaluation raised, the sandbox's parent
+            # ended the child): it ran on the hardware planned for, and resume must count it there, not run it again
+            result.system = {**result.system, "gpu": hardware}
         log.append(result.stamped(spec).to_dict())
         progress.record(result)
 
