@@ -17,6 +17,7 @@ Standard library only (the explorer, the runner and the sandboxed child import i
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,11 +34,18 @@ HOST_BYTES_PER_JOB = 8 << 30  # the judge, the candidate and their spares' two p
 URL_ENV, TOKEN_ENV = "TLX_RUNNER_URL", "TLX_RUNNER_TOKEN"
 JOBS_PER_GPU_ENV, PREWARM_ENV, CPU_THREADS_ENV = "TLX_RUNNER_JOBS_PER_GPU", "TLX_RUNNER_PREWARM", "TLX_RUNNER_CPU_THREADS"
 CANDIDATE_UID_ENV = "TLX_RUNNER_CANDIDATE_UID"  # read by the judge (runner.child.candidate_client)
+LOCK_DIR_ENV = "TLX_RUNNER_LOCK_DIR"  # the GPU gates' lock files, shared by the host's runners (runner.pool.host_lock)
 CUDA_IPC_ENV = "TLX_RUNNER_CUDA_IPC"  # read by the judge (runner.child.evaluate): 0 sends outputs as host bytes
 CHILD_ENV = (CPU_THREADS_ENV, CANDIDATE_UID_ENV, CUDA_IPC_ENV)  # passed into the sandbox's scrubbed environment
 
 _TRUE = {"1", "true", "yes", "on"}
 _OFF = ("0", "false", "no", "off")
+
+
+def lock_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where the runners of this host keep their GPU gates' lock files (`TLX_RUNNER_LOCK_DIR`)."""
+    raw = (os.environ if env is None else env).get(LOCK_DIR_ENV, "").strip()
+    return Path(raw) if raw else Path(tempfile.gettempdir()) / "tlx-gpu-locks"
 
 
 def cuda_ipc_wanted(env: Mapping[str, str] | None = None) -> bool:

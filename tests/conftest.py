@@ -16,6 +16,14 @@ def empty_runs(tmp_path_factory):
         yield runs_dir
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_gpu_lock_dir(tmp_path_factory):
+    """This test run's GPU gates lock among themselves only, not with another run or a runner on this host."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TLX_RUNNER_LOCK_DIR", str(tmp_path_factory.mktemp("gpu-locks")))
+        yield
+
+
 @pytest.fixture(scope="session")
 def fixture_store(tmp_path_factory) -> Path:
     from tests.fixtures import build_fixture_store

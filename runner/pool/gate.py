@@ -4,7 +4,8 @@ Parent side, `GpuGate` (one per GPU, `gate_for(visible_devices)`): a readers-wri
 A job's harness holds it *shared* around each step that may use the GPU (building models, making inputs, forward
 calls, comparing outputs) and *exclusive* for its timing stage (and for the first ModelNew call of a program
 that autotunes: `runner.child.autotune`), so two timing stages never overlap on one GPU and no other job's harness work
-runs beside one. Waiting for the gate does not count against a job's timeout.
+runs beside one. Waiting for the gate does not count against a job's timeout. The gate holds across the
+host's runner processes too (a service beside a bulk run): `runner.pool.host_lock`.
 `GpuGate.report()` gives how long the GPU was held (shared or exclusive: "busy") and timed (exclusive).
 
 Child side, `ChildGate`: the child asks its parent over the result channel (`{"event": "gate", "mode":
@@ -22,19 +23,24 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
+from runner.pool.host_lock import HostLock, host_lock_for
+
 SHARED, EXCLUSIVE, RELEASE = "shared", "exclusive", "release"
 WAIT_POLL_S = 0.1
 
 
 class GpuGate:
-    """Writer-preferring readers-writer lock for one GPU, with occupancy figures."""
+    """Writer-preferring readers-writer lock for one GPU, with occupancy figures; with a `host` lock
+    (`runner.pool.host_lock`), held across the host's runner processes too."""
 
-    def __init__(self, name: str = "") -> None:
+    def __init__(self, name: str = "", host: HostLock | None = None) -> None:
         self.name = name
+        self.host = host
         self._cond = threading.Condition()
         self._readers = 0
         self._writer = False
         self._writers_waiting = 0
+        self._host_pending = False  # the first reader is taking the host lock: the others wait for it
         self._created = time.monotonic()
         self._busy_since: float | None = None
         self._busy_s = 0.0
@@ -42,32 +48,55 @@ class GpuGate:
         self._exclusive_s = 0.0
         self.exclusive_count = 0
 
+    def _wait(self, blocked: Callable[[], bool], abort: threading.Event | None) -> bool:
+        while blocked():
+            if abort is not None and abort.is_set():
+                return False
+            self._cond.wait(WAIT_POLL_S)
+        return True
+
     def acquire(self, mode: str, abort: threading.Event | None = None) -> bool:
         """Block until held in `mode`; False (not held) if `abort` is set first."""
         with self._cond:
             if mode == EXCLUSIVE:
                 self._writers_waiting += 1
                 try:
-                    while self._writer or self._readers:
-                        if abort is not None and abort.is_set():
-                            return False
-                        self._cond.wait(WAIT_POLL_S)
+                    if not self._wait(lambda: self._writer or self._readers, abort):
+                        return False
                 finally:
                     self._writers_waiting -= 1
                 self._writer = True
-                self.exclusive_count += 1
-                self._exclusive_since = time.monotonic()
+                to_host = self.host is not None
             elif mode == SHARED:
-                while self._writer or self._writers_waiting:
-                    if abort is not None and abort.is_set():
-                        return False
-                    self._cond.wait(WAIT_POLL_S)
+                if not self._wait(lambda: self._writer or self._writers_waiting or self._host_pending, abort):
+                    return False
                 self._readers += 1
+                to_host = self._host_pending = self._readers == 1 and self.host is not None
             else:
                 raise ValueError(f"gate mode must be {SHARED!r} or {EXCLUSIVE!r}, not {mode!r}")
+        if to_host and not self._take_host(mode, abort):
+            return False
+        with self._cond:
+            now = time.monotonic()
+            if mode == EXCLUSIVE:
+                self.exclusive_count += 1
+                self._exclusive_since = now
             if self._busy_since is None:
-                self._busy_since = time.monotonic()
-            return True
+                self._busy_since = now
+        return True
+
+    def _take_host(self, mode: str, abort: threading.Event | None) -> bool:
+        """This process's transition into `mode` on the host lock (outside the condition: it may wait long)."""
+        got = self.host.acquire_exclusive(abort) if mode == EXCLUSIVE else self.host.acquire_shared(abort)
+        with self._cond:
+            self._host_pending = False
+            if not got:
+                if mode == EXCLUSIVE:
+                    self._writer = False
+                else:
+                    self._readers -= 1
+            self._cond.notify_all()
+        return got
 
     def release(self, mode: str) -> None:
         with self._cond:
@@ -78,9 +107,12 @@ class GpuGate:
                 self._exclusive_since = None
             else:
                 self._readers -= 1
-            if not self._writer and not self._readers and self._busy_since is not None:
-                self._busy_s += now - self._busy_since
-                self._busy_since = None
+            if not self._writer and not self._readers:
+                if self.host is not None:
+                    self.host.release()
+                if self._busy_since is not None:
+                    self._busy_s += now - self._busy_since
+                    self._busy_since = None
             self._cond.notify_all()
 
     @contextlib.contextmanager
@@ -109,9 +141,12 @@ _gates_lock = threading.Lock()
 
 
 def gate_for(gpu: str) -> GpuGate:
-    """The process's one gate for a GPU (keyed by its CUDA_VISIBLE_DEVICES value)."""
+    """The process's one gate for a GPU (keyed by its CUDA_VISIBLE_DEVICES value), held across the host's runner
+    processes through that GPU's host lock."""
     with _gates_lock:
-        return _gates.setdefault(gpu, GpuGate(gpu))
+        if gpu not in _gates:
+            _gates[gpu] = GpuGate(gpu, host_lock_for(gpu))
+        return _gates[gpu]
 
 
 def occupancy_for(gpu: str) -> GpuGate:

@@ -1,0 +1,146 @@
+"""The GPU gate across processes (`runner.pool.host_lock`): two runner processes on one GPU never time at once,
+a process's shared work waits while another's timing stage holds the GPU, and a waiting writer keeps new
+readers of another process out (the gate prefers writers across processes as within one)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from runner.pool.gate import EXCLUSIVE, SHARED, GpuGate
+from runner.pool.host_lock import HostLock
+
+DEADLINE_S = 30.0
+
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from runner.pool.gate import GpuGate
+    from runner.pool.host_lock import HostLock
+    folder, mode, marks = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+    gate = GpuGate("0", HostLock(folder, "0"))
+    marks.write_text("trying")
+    gate.acquire(mode)
+    marks.write_text("held")
+    release = marks.with_suffix(".release")
+    deadline = time.monotonic() + 60
+    while not release.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    gate.release(mode)
+    marks.write_text("released")
+""")
+
+
+def _wait_for(path: Path, text: str) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while not (path.exists() and path.read_text() == text):
+        assert time.monotonic() < deadline, f"{path} never said {text!r}"
+        time.sleep(0.01)
+
+
+def _wait_until_intent_is_held(path: Path) -> None:
+    import fcntl
+    import os
+
+    deadline = time.monotonic() + DEADLINE_S
+    while True:
+        assert time.monotonic() < deadline, "the writer never took the intent lock"
+        if path.exists():
+            fd = os.open(path, os.O_RDWR)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            except BlockingIOError:
+                return
+            finally:
+                os.close(fd)
+        time.sleep(0.01)
+
+
+def _holder(tmp_path: Path, mode: str, name: str) -> tuple[subprocess.Popen, Path]:
+    marks = tmp_path / f"{name}.mark"
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "locks"), mode, str(marks)],
+                            cwd=Path(__file__).resolve().parent.parent)
+    _wait_for(marks, "held")
+    return proc, marks
+
+
+def _let_go(proc: subprocess.Popen, marks: Path) -> None:
+    marks.with_suffix(".release").write_text("")
+    _wait_for(marks, "released")
+    proc.wait(DEADLINE_S)
+
+
+def _tries(gate: GpuGate, mode: str, seconds: float) -> bool:
+    """Whether `gate` gets `mode` within `seconds` (released again at once if it does)."""
+    import threading
+
+    abort = threading.Event()
+    timer = threading.Timer(seconds, abort.set)
+    timer.start()
+    try:
+        got = gate.acquire(mode, abort)
+    finally:
+        timer.cancel()
+    if got:
+        gate.release(mode)
+    return got
+
+
+def test_another_process_timing_keeps_this_one_out(tmp_path):
+    proc, marks = _holder(tmp_path, EXCLUSIVE, "other")
+    gate = GpuGate("0", HostLock(tmp_path / "locks", "0"))
+    try:
+        assert not _tries(gate, SHARED, 0.3) and not _tries(gate, EXCLUSIVE, 0.3)
+    finally:
+        _let_go(proc, marks)
+    assert _tries(gate, EXCLUSIVE, DEADLINE_S)
+
+
+def test_shared_holders_of_two_processes_overlap_and_timing_waits_for_both(tmp_path):
+    proc, marks = _holder(tmp_path, SHARED, "other")
+    gate = GpuGate("0", HostLock(tmp_path / "locks", "0"))
+    try:
+        assert _tries(gate, SHARED, DEADLINE_S)  # shared work of two runners overlaps
+        assert not _tries(gate, EXCLUSIVE, 0.3)  # timing waits for the other runner's shared hold
+    finally:
+        _let_go(proc, marks)
+    assert _tries(gate, EXCLUSIVE, DEADLINE_S)
+
+
+def test_a_waiting_writer_keeps_new_readers_of_other_processes_out(tmp_path):
+    """This process waits to time while another holds shared; a third process's new shared hold must wait
+    behind this writer, not slip in (which could starve timing on a busy GPU)."""
+    import threading
+
+    reader, marks = _holder(tmp_path, SHARED, "reader")
+    gate = GpuGate("0", HostLock(tmp_path / "locks", "0"))
+    got = threading.Event()
+
+    def time_it():
+        gate.acquire(EXCLUSIVE)
+        got.set()
+        time.sleep(0.2)
+        gate.release(EXCLUSIVE)
+
+    writer = threading.Thread(target=time_it)
+    writer.start()
+    late_marks = tmp_path / "late.mark"
+    late = None
+    try:
+        _wait_until_intent_is_held(tmp_path / "locks" / "gpu-0.intent")  # the writer waits on the main lock
+        late = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "locks"), SHARED, str(late_marks)],
+                                cwd=Path(__file__).resolve().parent.parent)
+        _wait_for(late_marks, "trying")
+        time.sleep(0.3)  # a window for the late reader to slip in, were the writer not preferred
+        assert late_marks.read_text() == "trying", "a new reader slipped in before the waiting writer"
+        assert not got.is_set()
+    finally:
+        _let_go(reader, marks)
+    assert got.wait(DEADLINE_S)
+    writer.join(DEADLINE_S)
+    _wait_for(late_marks, "held")  # the late reader runs once the writer is done
+    _let_go(late, late_marks)
