@@ -90,3 +90,14 @@ def test_a_page_that_raises_is_an_error(tmp_path):
         walk = [View("fine", ""), View("raises", "", "fail=1")]
         outcomes, _ = asyncio.run(bench_load.drive(ws_url(base_url), [walk], 2, 0.0, 60.0, seed=1))
     assert [(o.label, o.problems) for o in outcomes] == [("fine", []), ("raises", ["exception KeyError: 'the page broke'"])]
+
+
+def test_the_explorer_skips_streamlits_full_collection_after_every_run():
+    # `runner.postScriptGC` (on by default) holds the GIL for a full collection after each script run: most of a
+    # page's time and every other session's wait under load (RELIABILITY.md, "Load figure")
+    import tomllib
+
+    from tests.ui_services import REPO
+
+    config = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text())
+    assert config["runner"]["postScriptGC"] is False
