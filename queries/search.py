@@ -150,21 +150,27 @@ def search_code(store: Path | str, pattern: str, regex: bool = False, limit: int
 
     # filtered searches are not remembered: a filter on measured verdicts changes with new run results
     key = (str(db.store.path), db.store.meta.get("build_id"), pattern, regex, ignore_case) if f.is_empty else None
-    memoized = _memo.get(key) if key is not None else None
+    memo = _memo  # the one this search claims its key in, even if `forget_searches` replaces it meanwhile
+    memoized = memo.get_or_claim(key) if key is not None else None
     if memoized is not None:
         hits, scanned, method, note = memoized
     else:
-        index = open_index(db.store.path)
-        scanner = Scanner(db.store.path)
-        if index is None:
-            scanned = scanner.scan(_every_group(scanner, db.store.code_paths), matcher, deadline, progress, allowed)
-            hits = _Hits.of(scanned)
-            method, note = "scan", NO_INDEX_NOTE
-        else:
-            hits, scanned, method, note = _indexed(index, scanner, pattern, regex, ignore_case, matcher, allowed,
-                                                   deadline, progress)
-        if scanned.complete and key is not None:
-            _memo.put(key, (hits, Scanned([], [], [], scanned.rows_read), method, note), hits.nbytes)
+        try:
+            index = open_index(db.store.path)
+            scanner = Scanner(db.store.path)
+            if index is None:
+                scanned = scanner.scan(_every_group(scanner, db.store.code_paths), matcher, deadline, progress,
+                                       allowed)
+                hits = _Hits.of(scanned)
+                method, note = "scan", NO_INDEX_NOTE
+            else:
+                hits, scanned, method, note = _indexed(index, scanner, pattern, regex, ignore_case, matcher, allowed,
+                                                       deadline, progress)
+            if scanned.complete and key is not None:
+                memo.put(key, (hits, Scanned([], [], [], scanned.rows_read), method, note), hits.nbytes)
+        finally:
+            if key is not None:
+                memo.release(key)
     first = hits.first(limit)
     texts = dict(db.store.programs(first))
     ids = [row_id for row_id, _, _ in first]
@@ -189,14 +195,27 @@ class _Memo:
     def __init__(self, limit: int):
         self.limit, self.used = limit, 0
         self.items: OrderedDict[tuple, tuple] = OrderedDict()
+        self.computing: dict[tuple, threading.Event] = {}
         self.lock = threading.Lock()
 
-    def get(self, key: tuple):
+    def get_or_claim(self, key: tuple):
+        """The remembered answer; else None, and the caller computes it, then calls `release(key)`. A caller for
+        a key another is computing waits for it (concurrent sessions searching the same text make one scan, not
+        one each), then gets its answer, or computes it itself when that search could not complete."""
+        while True:
+            with self.lock:
+                if key in self.items:
+                    self.items.move_to_end(key)
+                    return self.items[key][0]
+                computing = self.computing.get(key)
+                if computing is None:
+                    self.computing[key] = threading.Event()
+                    return None
+            computing.wait()
+
+    def release(self, key: tuple) -> None:
         with self.lock:
-            if key in self.items:
-                self.items.move_to_end(key)
-                return self.items[key][0]
-            return None
+            self.computing.pop(key).set()
 
     def put(self, key: tuple, value: tuple, size: int) -> None:
         with self.lock:
