@@ -33,6 +33,10 @@ from urllib.parse import urlencode, urlparse
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+import websockets  # noqa: E402
+from streamlit.proto.BackMsg_pb2 import BackMsg  # noqa: E402  (imported here, not inside a timed view)
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg  # noqa: E402
+
 from scripts.load_common import percentile  # noqa: E402
 
 SEARCHES = ("tl.dot", "tl.load", "@triton.autotune", "tl.sum", "BLOCK_SIZE")
@@ -55,8 +59,6 @@ class RunWatch:
     problems: list[str] = field(default_factory=list)
 
     def feed(self, raw: bytes) -> None:
-        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
         msg = ForwardMsg()
         msg.ParseFromString(raw)
         kind = msg.WhichOneof("type")
@@ -73,8 +75,6 @@ class RunWatch:
 
 
 def rerun_request(view: View) -> bytes:
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-
     back = BackMsg()
     back.rerun_script.page_name = view.page
     back.rerun_script.query_string = view.query
@@ -123,14 +123,12 @@ class Outcome:
 async def session(ws_url: str, walk: list[View], views: int, think: float, timeout: float, rng: random.Random,
                   outcomes: list[Outcome]) -> None:
     """One tab: `views` page views along `walk` (round and round), each timed to its run's end."""
-    import websockets
-
     async with websockets.connect(ws_url, subprotocols=["streamlit"], max_size=None, open_timeout=timeout) as ws:
         for step in range(views):
             view = walk[step % len(walk)]
-            watch = RunWatch()
+            watch, request = RunWatch(), rerun_request(view)
             started = time.monotonic()
-            await ws.send(rerun_request(view))
+            await ws.send(request)
             try:
                 async with asyncio.timeout(timeout):
                     while not watch.finished:
