@@ -14,9 +14,7 @@ matching rows (ids and locations) of recent complete searches are, per store bui
 from __future__ import annotations
 
 import html
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +26,7 @@ import pyarrow.compute as pc
 from common.errors import TlxError
 from queries.db import connect
 from queries.filters import NO_FILTERS, Filters
+from queries.memo import Memo
 from queries.search_index import SearchIndex, open_index
 from queries.search_regex import required_literals
 from queries.search_scan import Group, Scanned, Scanner
@@ -150,27 +149,24 @@ def search_code(store: Path | str, pattern: str, regex: bool = False, limit: int
 
     # filtered searches are not remembered: a filter on measured verdicts changes with new run results
     key = (str(db.store.path), db.store.meta.get("build_id"), pattern, regex, ignore_case) if f.is_empty else None
-    memo = _memo  # the one this search claims its key in, even if `forget_searches` replaces it meanwhile
-    memoized = memo.get_or_claim(key) if key is not None else None
-    if memoized is not None:
-        hits, scanned, method, note = memoized
+
+    def answer() -> tuple[tuple, int | None]:
+        index = open_index(db.store.path)
+        scanner = Scanner(db.store.path)
+        if index is None:
+            scanned = scanner.scan(_every_group(scanner, db.store.code_paths), matcher, deadline, progress, allowed)
+            hits = _Hits.of(scanned)
+            method, note = "scan", NO_INDEX_NOTE
+        else:
+            hits, scanned, method, note = _indexed(index, scanner, pattern, regex, ignore_case, matcher, allowed,
+                                                   deadline, progress)
+        counts = Scanned([], [], [], scanned.rows_read, scanned.complete)  # what is kept of the scan
+        return (hits, counts, method, note), hits.nbytes if scanned.complete else None
+
+    if key is None:
+        (hits, scanned, method, note), memoized = answer()[0], False
     else:
-        try:
-            index = open_index(db.store.path)
-            scanner = Scanner(db.store.path)
-            if index is None:
-                scanned = scanner.scan(_every_group(scanner, db.store.code_paths), matcher, deadline, progress,
-                                       allowed)
-                hits = _Hits.of(scanned)
-                method, note = "scan", NO_INDEX_NOTE
-            else:
-                hits, scanned, method, note = _indexed(index, scanner, pattern, regex, ignore_case, matcher, allowed,
-                                                       deadline, progress)
-            if scanned.complete and key is not None:
-                memo.put(key, (hits, Scanned([], [], [], scanned.rows_read), method, note), hits.nbytes)
-        finally:
-            if key is not None:
-                memo.release(key)
+        (hits, scanned, method, note), memoized = _memo.get_or_compute(key, answer)
     first = hits.first(limit)
     texts = dict(db.store.programs(first))
     ids = [row_id for row_id, _, _ in first]
@@ -185,56 +181,17 @@ def search_code(store: Path | str, pattern: str, regex: bool = False, limit: int
         total=hits.total,
         method=method,
         note=note,
-        memoized=memoized is not None,
+        memoized=memoized,
     )
 
 
-class _Memo:
-    """Least recently used answers, bounded by their bytes; a rebuilt store has a new build id, so new keys."""
-
-    def __init__(self, limit: int):
-        self.limit, self.used = limit, 0
-        self.items: OrderedDict[tuple, tuple] = OrderedDict()
-        self.computing: dict[tuple, threading.Event] = {}
-        self.lock = threading.Lock()
-
-    def get_or_claim(self, key: tuple):
-        """The remembered answer; else None, and the caller computes it, then calls `release(key)`. A caller for
-        a key another is computing waits for it (concurrent sessions searching the same text make one scan, not
-        one each), then gets its answer, or computes it itself when that search could not complete."""
-        while True:
-            with self.lock:
-                if key in self.items:
-                    self.items.move_to_end(key)
-                    return self.items[key][0]
-                computing = self.computing.get(key)
-                if computing is None:
-                    self.computing[key] = threading.Event()
-                    return None
-            computing.wait()
-
-    def release(self, key: tuple) -> None:
-        with self.lock:
-            self.computing.pop(key).set()
-
-    def put(self, key: tuple, value: tuple, size: int) -> None:
-        with self.lock:
-            if size > self.limit or key in self.items:
-                return
-            self.items[key] = (value, size)
-            self.used += size
-            while self.used > self.limit:
-                _, (_, dropped) = self.items.popitem(last=False)
-                self.used -= dropped
-
-
-_memo = _Memo(MEMO_BYTES)
+_memo = Memo(MEMO_BYTES)
 
 
 def forget_searches() -> None:
     """Drop the remembered answers (benchmarks time the search itself)."""
     global _memo
-    _memo = _Memo(MEMO_BYTES)
+    _memo = Memo(MEMO_BYTES)
 
 
 class _Hits:
