@@ -9,10 +9,12 @@ sample store (built on first use), and stops it at the end. Each session is one 
 `rerun_script` BackMsg (`page_name` = the page's URL path, `query_string` = its deep link) and times it until the
 ForwardMsg `script_finished` of that run (a run that Streamlit restarts, `FINISHED_EARLY_FOR_RERUN`, goes on
 counting). A view is an error when the run drew an exception element, finished with a compile error, named a page
-the app does not have (`page_not_found`) or took longer than `--page-timeout`. Every session walks the same mix
-of pages (overview, problems, a problem, a row's diff, failures, a search, a row's kernels, runs, compare, SQL),
-each with its own problem and rows drawn from the store's index with a fixed seed, pausing `--think` seconds
-(±50%) between views. Before the timed runs one session walks every page once (`--warmup 0`: a cold server).
+the app does not have (`page_not_found`) or took longer than `--page-timeout` (that session then ends, as a
+visitor would leave); a session that cannot connect or loses its connection is one error under "session". Every
+session walks the same mix of pages (overview, problems, a problem, a row's diff, failures, a search, a row's
+kernels, runs, compare, SQL), each with its own problem and rows drawn from the store's index with a fixed seed,
+pausing `--think` seconds (±50%) between views. Before the timed runs one session walks every page once
+(`--warmup 0`: a cold server).
 Each entry of `--sessions` is one timed run, in order, on the same server. Prints, per run, count, p50, p95 and
 max per page and overall, the errors, the load average before and after, and the CPU seconds this generator
 spent (its share of the machine)."""
@@ -148,8 +150,8 @@ async def drive(ws_url: str, plans: list[list[View]], views: int, think: float, 
     started = time.monotonic()
     results = await asyncio.gather(*(session(ws_url, walk, views, think, timeout, random.Random(seed + i), outcomes)
                                      for i, walk in enumerate(plans)), return_exceptions=True)
-    for failed in (r for r in results if isinstance(r, BaseException)):  # a session that could not connect
-        outcomes.append(Outcome("connect", time.monotonic() - started, [f"{type(failed).__name__}: {failed}"]))
+    for failed in (r for r in results if isinstance(r, BaseException)):  # could not connect, or lost its connection
+        outcomes.append(Outcome("session", time.monotonic() - started, [f"{type(failed).__name__}: {failed}"]))
     return outcomes, time.monotonic() - started
 
 
