@@ -11,7 +11,6 @@ are interrupted from a timer thread past their limit. Program text never enters 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from pathlib import Path
 
 import duckdb
@@ -21,6 +20,7 @@ from common.errors import TlxError
 from common.results_log import results_signature
 from common.settings import Settings, load_settings
 from queries.checks_table import checks_table
+from queries.memo import Memo
 from queries.results import load_run_results
 from queries.sql_files import sql_text
 from queries.store import INDEX_SCHEMA, OPTIONAL_COLUMNS, Store, StoreError
@@ -40,8 +40,7 @@ class Database:
         self.runs_dir = runs_dir
         self.timeout_s = settings.query_timeout_s
         self._lock = threading.Lock()
-        self._memo: OrderedDict[tuple, pa.Table] = OrderedDict()
-        self._memo_bytes = 0
+        self._memo = Memo(MEMO_BYTES, largest_bytes=MEMO_BYTES // 4)
         self.memo_enabled = True
         # External access is on only while the index is loaded, then switched off and the configuration locked.
         self.con = duckdb.connect(
@@ -107,7 +106,6 @@ class Database:
                 cursor.close()
             self._runs_signature = signature
             self._memo.clear()
-            self._memo_bytes = 0
 
     def run(self, sql: str, params: dict | None = None, timeout_s: float | None = None,
             label: str = "query", tables: dict[str, pa.Table] | None = None) -> pa.Table:
@@ -133,25 +131,20 @@ class Database:
         """Run `queries/sql/<sql_name>.sql` with named parameters (only those the SQL names are passed).
 
         `memo`: keep the answer for the same parameters while this connection's data stays the same (until the
-        run results change); bounded to `MEMO_BYTES`. Only for code-free answers.
+        run results change); bounded to `MEMO_BYTES`, and a question another session is asking waits for its
+        answer. Only for code-free answers.
         """
         sql = sql_text(sql_name)
         used = {name: value for name, value in (params or {}).items() if f"${name}" in sql}
         if not (memo and self.memo_enabled) or tables:
             return self.run(sql, used, timeout_s, label=sql_name, tables=tables)
         key = (sql_name, tuple(sorted(used.items())))
-        with self._lock:
-            if key in self._memo:
-                self._memo.move_to_end(key)
-                return self._memo[key]
-        table = self.run(sql, used, timeout_s, label=sql_name)
-        with self._lock:
-            if key not in self._memo and table.nbytes <= MEMO_BYTES // 4:
-                self._memo[key] = table
-                self._memo_bytes += table.nbytes
-                while self._memo_bytes > MEMO_BYTES:
-                    self._memo_bytes -= self._memo.popitem(last=False)[1].nbytes
-        return table
+
+        def answer() -> tuple[pa.Table, int]:
+            table = self.run(sql, used, timeout_s, label=sql_name)
+            return table, table.nbytes
+
+        return self._memo.get_or_compute(key, answer)[0]
 
     def close(self) -> None:
         self.con.close()

@@ -22,6 +22,7 @@ import hashlib
 import io
 import json
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,9 +67,20 @@ class ParsedProgram:
     candidate_key: str = ""
 
 
+# CPython 3.11 counts the AST constructor's recursion depth in state all threads share: two sessions parsing at
+# once can end one parse with "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905; seen
+# on the Compare page under 20 sessions, RELIABILITY.md "Load figure"). Parsing holds the GIL anyway.
+_AST_LOCK = threading.Lock()
+
+
+def _ast_parse(source: str) -> ast.Module:
+    with _AST_LOCK:
+        return ast.parse(source)
+
+
 def parse_program(x: str) -> ParsedProgram:
     try:
-        tree = ast.parse(x)
+        tree = _ast_parse(x)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return _parse_text(x)
     return _parse_ast(x, tree)
@@ -396,7 +408,7 @@ def _parse_text(x: str) -> ParsedProgram:
 
 def _try_parse(source: str) -> ast.Module | None:
     try:
-        return ast.parse(source)
+        return _ast_parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

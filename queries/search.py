@@ -14,9 +14,7 @@ matching rows (ids and locations) of recent complete searches are, per store bui
 from __future__ import annotations
 
 import html
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +26,7 @@ import pyarrow.compute as pc
 from common.errors import TlxError
 from queries.db import connect
 from queries.filters import NO_FILTERS, Filters
+from queries.memo import Memo
 from queries.search_index import SearchIndex, open_index
 from queries.search_regex import required_literals
 from queries.search_scan import Group, Scanned, Scanner
@@ -150,10 +149,8 @@ def search_code(store: Path | str, pattern: str, regex: bool = False, limit: int
 
     # filtered searches are not remembered: a filter on measured verdicts changes with new run results
     key = (str(db.store.path), db.store.meta.get("build_id"), pattern, regex, ignore_case) if f.is_empty else None
-    memoized = _memo.get(key) if key is not None else None
-    if memoized is not None:
-        hits, scanned, method, note = memoized
-    else:
+
+    def answer() -> tuple[tuple, int | None]:
         index = open_index(db.store.path)
         scanner = Scanner(db.store.path)
         if index is None:
@@ -163,8 +160,13 @@ def search_code(store: Path | str, pattern: str, regex: bool = False, limit: int
         else:
             hits, scanned, method, note = _indexed(index, scanner, pattern, regex, ignore_case, matcher, allowed,
                                                    deadline, progress)
-        if scanned.complete and key is not None:
-            _memo.put(key, (hits, Scanned([], [], [], scanned.rows_read), method, note), hits.nbytes)
+        counts = Scanned([], [], [], scanned.rows_read, scanned.complete)  # what is kept of the scan
+        return (hits, counts, method, note), hits.nbytes if scanned.complete else None
+
+    if key is None:
+        (hits, scanned, method, note), memoized = answer()[0], False
+    else:
+        (hits, scanned, method, note), memoized = _memo.get_or_compute(key, answer)
     first = hits.first(limit)
     texts = dict(db.store.programs(first))
     ids = [row_id for row_id, _, _ in first]
@@ -179,43 +181,17 @@ def search_code(store: Path | str, pattern: str, regex: bool = False, limit: int
         total=hits.total,
         method=method,
         note=note,
-        memoized=memoized is not None,
+        memoized=memoized,
     )
 
 
-class _Memo:
-    """Least recently used answers, bounded by their bytes; a rebuilt store has a new build id, so new keys."""
-
-    def __init__(self, limit: int):
-        self.limit, self.used = limit, 0
-        self.items: OrderedDict[tuple, tuple] = OrderedDict()
-        self.lock = threading.Lock()
-
-    def get(self, key: tuple):
-        with self.lock:
-            if key in self.items:
-                self.items.move_to_end(key)
-                return self.items[key][0]
-            return None
-
-    def put(self, key: tuple, value: tuple, size: int) -> None:
-        with self.lock:
-            if size > self.limit or key in self.items:
-                return
-            self.items[key] = (value, size)
-            self.used += size
-            while self.used > self.limit:
-                _, (_, dropped) = self.items.popitem(last=False)
-                self.used -= dropped
-
-
-_memo = _Memo(MEMO_BYTES)
+_memo = Memo(MEMO_BYTES)
 
 
 def forget_searches() -> None:
     """Drop the remembered answers (benchmarks time the search itself)."""
     global _memo
-    _memo = _Memo(MEMO_BYTES)
+    _memo = Memo(MEMO_BYTES)
 
 
 class _Hits:

@@ -260,3 +260,22 @@ def test_real_problems_get_researchers_names(monkeypatch):
     assert not [t for t in titles if re.fullmatch(r"[\w.]+(, [\w.]+)*", t)]  # was 46 of 247
     assert len(titles) - len(set(titles)) <= 6  # shared before the per-key suffix (was 26 problems in 9 titles)
     assert sum("?" in t for t in titles) <= 5
+
+
+def test_one_thread_at_a_time_builds_a_syntax_tree(monkeypatch):
+    # CPython 3.11 shares the AST constructor's recursion counter between threads (python/cpython#106905): two
+    # sessions parsing at once raised SystemError on the Compare page under load
+    import ast
+
+    from queries import parse
+
+    held = []
+    real_parse = ast.parse
+
+    def watching_parse(source, *args, **kwargs):
+        held.append(parse._AST_LOCK.locked())
+        return real_parse(source, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", watching_parse)
+    parse_program(program("relu"))
+    assert held and all(held)

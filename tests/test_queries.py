@@ -232,6 +232,31 @@ def test_new_results_refresh_memoized_answers(fixture_store, tmp_path, monkeypat
     assert [(r["error_type"], r["rows"]) for r in measured] == [("timeout", 1)]
 
 
+def test_sessions_asking_the_same_question_at_once_run_it_once(fixture_store, tmp_path, monkeypatch):
+    import threading
+    import time
+
+    db = connect(fixture_store, tmp_path / "no-runs")
+    ran = []
+    real_run = db.run
+
+    def slow_run(*args, **kwargs):
+        ran.append(args[0])
+        time.sleep(0.3)  # long enough for every session to ask while the first one runs
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(db, "run", slow_run)
+    answers = []
+    sessions = [threading.Thread(target=lambda: answers.append(db.execute("failures", Filters(split="test").params(),
+                                                                          memo=True)))
+                for _ in range(4)]
+    for session in sessions:
+        session.start()
+    for session in sessions:
+        session.join(timeout=30)
+    assert len(ran) == 1 and len(answers) == 4 and all(a.equals(answers[0]) for a in answers)
+
+
 def test_failures_count_each_row_once_by_its_latest_cause(fixture_store, tmp_path):
     runs_dir = tmp_path / "causes"
     write_results(runs_dir, [

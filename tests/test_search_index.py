@@ -161,3 +161,51 @@ def test_required_literals():
     assert required_literals(r"[[:alpha:]]abc") == ([], False)  # RE2 and Python read it differently
     assert required_literals(r"(?s)abc.def") == ([], False)
     assert required_literals(r"\pLabc") == ([], False)  # Python cannot parse it: full scan
+
+
+def test_sessions_searching_the_same_text_at_once_read_it_once(fixture_store, monkeypatch):
+    import threading
+    import time
+
+    from queries import search
+
+    search.forget_searches()
+    opened = []
+
+    def slow_open_index(path):  # where a search that is not remembered starts reading
+        opened.append(path)
+        time.sleep(0.3)
+        if len(opened) == 1 and failing:
+            raise OSError("the first search broke")
+        return real_open_index(path)
+
+    real_open_index, failing = search.open_index, False
+    monkeypatch.setattr(search, "open_index", slow_open_index)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(api.search_code(fixture_store, "tl.load")))
+               for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert len(opened) == 1 and len(results) == 4
+    assert sorted(r.memoized for r in results) == [False, True, True, True]
+    assert len({r.total for r in results}) == 1 and results[0].total > 0
+
+    search.forget_searches()  # a search that fails leaves the next caller to search, not waiting forever
+    opened.clear()
+    failing = True
+    errors = []
+
+    def first():
+        try:
+            api.search_code(fixture_store, "tl.store")
+        except OSError as error:
+            errors.append(error)
+
+    broken = threading.Thread(target=first)
+    broken.start()
+    time.sleep(0.1)
+    waiter = api.search_code(fixture_store, "tl.store")
+    broken.join(timeout=30)
+    assert len(errors) == 1 and len(opened) == 2 and not waiter.memoized and waiter.total > 0
