@@ -101,7 +101,7 @@ def test_problem_summary_latencies_fastest(fixture_store, keys):
     lat = api.problem_latencies(fixture_store, keys["relu"])
     assert lat["id"].to_pylist() == ["test/000000", "train/000001", "train/000003", "train/000002",
                                      "train/000000", "test/000001", "train/000004"]
-    assert lat.column_names[:4] == ["id", "y", "ok", "split"]
+    assert lat.column_names == ["id", "y", "ok", "split"]  # narrow: the 327k-row problem of 601k fits the memo
     assert api.problem_latencies(fixture_store, keys["relu"], Filters(split="test")).num_rows == 2
     fast = api.fastest(fixture_store, keys["relu"]).to_pylist()
     assert [(r["id"], r["copies"]) for r in fast] == [("test/000000", 1), ("train/000001", 3), ("train/000000", 1)]
