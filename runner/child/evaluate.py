@@ -85,6 +85,7 @@ class Judge:
         self.candidate.ask("load", program=self.path, options=self.options.to_dict(), device=self.device,
                            triton_cache_dir=cache_dir)
         module, problem = self._both(self._reference)
+        self.emit("load: importing the program")  # what a candidate that dies now was doing
         answer = self.candidate.answer()
         self.autotunes = bool(answer.get("autotunes"))
         if problem is not None:
