@@ -4,7 +4,8 @@ A literal without a newline, and a regex that cannot match one, lie within one l
 is of lines: each code shard's distinct lines (of the programs' candidate parts) with, per line, the rows that
 hold it. A search matches the distinct lines, not the programs (a shard's 60k programs have ~1M distinct lines,
 an eighth of their bytes: candidates of one problem share most lines), and the rows of the lines it matched are
-its hits, exact, with no program read. Rows share references (a problem's many candidates), so a program is
+its hits, exact, with no program read. Lines files are LZ4-compressed (a third of their size; a search
+decompresses them at ~2 GB/s a core, a sixth of what it matches). Rows share references (a problem's many candidates), so a program is
 indexed as two parts: the text before `ref_chars` (its reference) once per distinct reference, kept whole in
 `refs.arrow`, and the lines from the one holding the cut to the end (its candidate part; the line that crosses the
 cut is in it whole). Files (`queries/store.py`: `search_path`, `search_shard_path`):
@@ -12,7 +13,8 @@ cut is in it whole). Files (`queries/store.py`: `search_path`, `search_shard_pat
     search/index.json                       {"version", "docs", "refs", "lines", "seconds"}
     search/docs.arrow                        one row per program, in code order: id, shard, rg, rg_row, ref
     search/refs.arrow                        ref (int32), text: every distinct reference text
-    search/part-NNNNN.lines.arrow            text: the shard's distinct candidate lines (no newline)
+    search/part-NNNNN.lines.arrow            text: the shard's distinct candidate lines, each ending with its
+                                             newline, in LZ4 batches
     search/part-NNNNN.offsets.npy            uint32; postings[offsets[i]:offsets[i+1]] are the rows (positions
     search/part-NNNNN.postings.npy           within the shard, ascending) whose candidate part holds line i
 
@@ -46,6 +48,7 @@ from queries.store import (
 )
 
 BATCH_ROWS = 4096
+LINES_PER_BATCH = 1 << 16  # distinct lines per compressed batch of a lines file
 DOCS_FILE = "docs.arrow"
 REFS_FILE = "refs.arrow"
 NEWLINE = ord("\n")
@@ -121,7 +124,7 @@ def index_shard(folder: Path, shard: int, ref_chars: np.ndarray) -> tuple[list[b
                                                          minlength=len(distinct)))]).astype(np.uint32)
     postings = (pairs & 0xFFFFFFFF).astype(np.uint16 if len(ref_chars) <= 1 << 16 else np.uint32)
     _write_arrow(search_shard_path(folder, shard, LINES_FILE),
-                 pa.table({"text": pc.utf8_rtrim(distinct, characters="\n")}))
+                 pa.table({"text": _newline_ended(distinct)}), compressed=True)
     np.save(search_shard_path(folder, shard, OFFSETS_FILE), offsets)
     np.save(search_shard_path(folder, shard, POSTINGS_FILE), postings)
     return list(keys), texts, row_ref, len(distinct)
@@ -144,6 +147,12 @@ def candidate_lines(texts: pa.StringArray, cut: np.ndarray) -> tuple[pa.StringAr
     bounds = np.append(starts, end).astype(np.int32)
     lines = pa.StringArray.from_buffers(len(starts), pa.py_buffer(bounds), texts.buffers()[2])
     return lines.filter(pa.array(keep)), row[keep]
+
+
+def _newline_ended(lines: pa.Array) -> pa.Array:
+    """Every line with one newline at its end (the last line of a text has none), so that a batch's data is its
+    lines one after another and a reader can match many lines as one string."""
+    return pc.binary_join_element_wise(pc.utf8_rtrim(lines, characters="\n"), pa.scalar("", pa.string()), "\n")
 
 
 def _cut_bytes(texts: pa.StringArray, ref_chars: np.ndarray) -> np.ndarray:
@@ -210,7 +219,9 @@ def _docs_table(ids, shard, rg, rg_row, ref) -> pa.Table:
                      "ref": pa.array(ref, pa.int32())})
 
 
-def _write_arrow(path: Path, table: pa.Table) -> None:
-    """An uncompressed Arrow IPC file, which readers map instead of reading."""
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
+def _write_arrow(path: Path, table: pa.Table, compressed: bool = False) -> None:
+    """An Arrow IPC file, which readers map instead of reading: uncompressed, or (`compressed`) LZ4 in batches of
+    LINES_PER_BATCH rows, which a reader decompresses one at a time."""
+    options = pa.ipc.IpcWriteOptions(compression="lz4" if compressed else None)
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema, options=options) as writer:
+        writer.write_table(table, max_chunksize=LINES_PER_BATCH if compressed else None)
