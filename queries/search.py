@@ -294,11 +294,11 @@ def _decided(index: SearchIndex, pattern: str, regex: bool, ignore_case: bool,
     nothing = np.zeros(index.rows, bool)
     if not regex:
         if "\n" not in pattern:
-            return index.rows_with_a_line(matcher), nothing, ""
+            return index.rows_with_a_line(matcher, newline_blind=True), nothing, ""
         exact, pieces, fold = nothing, [pattern], ignore_case
     else:
         rule = line_rule(pattern)
-        exact = index.rows_with_a_line(matcher) if rule.sound else nothing
+        exact = index.rows_with_a_line(matcher, newline_blind=rule.complete) if rule.sound else nothing
         if rule.complete and not matcher(pa.array([""], pa.string()))[0].as_py():
             return exact, nothing, ""
         pieces, fold = required_literals(pattern)
@@ -308,7 +308,8 @@ def _decided(index: SearchIndex, pattern: str, regex: bool, ignore_case: bool,
         return exact, ~nothing, "the pattern requires no text that narrows the rows to read: searched by full scan"
     undecided = ~nothing
     for piece in pieces[:NARROWING_PIECES]:
-        undecided &= index.rows_with_a_line(lambda texts, p=piece: _matches(texts, p, None, fold))
+        undecided &= index.rows_with_a_line(lambda texts, p=piece: _matches(texts, p, None, fold),
+                                            newline_blind=True)
     return exact, undecided, ""
 
 

@@ -34,6 +34,7 @@ from queries.store import (
 
 THREADS = 2
 BLOCK_LINES = 64
+DENSE_SHARE = 0.25  # above this share of blocks matched, every line of the batch is matched (no copy)
 Matcher = Callable[[pa.Array], pa.Array]  # texts -> bool per text
 
 
@@ -60,24 +61,27 @@ class SearchIndex:
     def rows(self) -> int:
         return self.docs.num_rows
 
-    def rows_with_a_line(self, matcher: Matcher) -> np.ndarray:
-        """Bool per row (position in docs): its reference or its candidate part has a line `matcher` accepts."""
+    def rows_with_a_line(self, matcher: Matcher, newline_blind: bool) -> np.ndarray:
+        """Bool per row (position in docs): its reference or its candidate part has a line `matcher` accepts.
+        `newline_blind`: the matcher's answer on a line is the same with its newline (a literal without one, a
+        regex that cannot match one), so lines are matched as stored, not copied without it."""
         ref_hit = np.zeros(self.refs, bool)
-        ref_hit[self.ref_of_line[_accepted(matcher, self.ref_lines)]] = True
+        ref_hit[self.ref_of_line[_accepted(matcher, self.ref_lines)]] = True  # whole lines without their newline
         hits = ref_hit[self.doc_ref]
         with ThreadPoolExecutor(THREADS, thread_name_prefix="line-search") as pool:
-            for shard, rows in zip(self.shards, pool.map(lambda s: self._shard_rows(s, matcher), self.shards),
+            for shard, rows in zip(self.shards, pool.map(lambda s: self._shard_rows(s, matcher, newline_blind),
+                                                                 self.shards),
                                    strict=True):
                 hits[rows + self.base[shard]] = True
         return hits
 
-    def _shard_rows(self, shard: int, matcher: Matcher) -> np.ndarray:
+    def _shard_rows(self, shard: int, matcher: Matcher, newline_blind: bool) -> np.ndarray:
         """Rows of `shard` (positions within it, with repeats) whose candidate part has a line `matcher` accepts."""
         lines, offsets, postings = self._shard(shard)
         matched, first = [], 0
         for i in range(lines.num_record_batches):  # one compressed batch in memory at a time
             batch = lines.get_batch(i).column(0)
-            matched.append(_accepted_in_blocks(matcher, batch) + first)
+            matched.append(_accepted_in_blocks(matcher, batch, newline_blind) + first)
             first += len(batch)
         if first != len(offsets) - 1:
             raise StoreError(f"{self.store}: search index of code part {shard} is damaged (lines and postings "
@@ -106,7 +110,7 @@ def _accepted(matcher: Matcher, lines: pa.Array) -> np.ndarray:
     return np.flatnonzero(matcher(lines).to_numpy(zero_copy_only=False))
 
 
-def _accepted_in_blocks(matcher: Matcher, lines: pa.StringArray) -> np.ndarray:
+def _accepted_in_blocks(matcher: Matcher, lines: pa.StringArray, newline_blind: bool) -> np.ndarray:
     """Positions of the lines (each ending with a newline, one after another in the data) that `matcher` accepts
     without their newline. Lines are matched BLOCK_LINES at a time as one string first (a match within a line is
     one within its block: no ^, $ or \\A in the patterns matched here), then one by one in the blocks matched,
@@ -115,10 +119,12 @@ def _accepted_in_blocks(matcher: Matcher, lines: pa.StringArray) -> np.ndarray:
     bounds = np.append(offsets[:-1:BLOCK_LINES], offsets[-1]).astype(np.int32)
     blocks = pa.StringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds), lines.buffers()[2])
     hit_blocks = _accepted(matcher, blocks)
+    if newline_blind and len(hit_blocks) > DENSE_SHARE * len(blocks):  # most lines to match: all, in place
+        return _accepted(matcher, lines)
     candidates = (hit_blocks[:, None] * BLOCK_LINES + np.arange(BLOCK_LINES)).ravel()
     candidates = candidates[candidates < len(lines)]
-    taken = pc.utf8_rtrim(lines.take(pa.array(candidates)), characters="\n")
-    return candidates[_accepted(matcher, taken)]
+    taken = lines.take(pa.array(candidates))
+    return candidates[_accepted(matcher, taken if newline_blind else pc.utf8_rtrim(taken, characters="\n"))]
 
 
 def _whole_lines(texts: pa.Array) -> tuple[pa.Array, np.ndarray]:
