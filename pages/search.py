@@ -1,8 +1,8 @@
 """Search page: substring or regular-expression search over program text, results linking to rows.
 
 Every search is complete: the page lists the first `limit` matching rows and says how many match in all. With
-the store's search index most searches read few programs; those it cannot narrow are full scans, shown with a
-progress bar and said so."""
+the store's line index most searches read no program (a literal without a newline, a regex that stays within
+lines) or few; those it cannot narrow are full scans, shown with a progress bar and said so."""
 
 from __future__ import annotations
 

@@ -1,19 +1,23 @@
 """Code search: substring or RE2 regex over program text, complete, with the exact number of matching rows.
 
-With the store's search index (`queries/search_index.py`), a literal is answered from it: rows whose reference
-holds it are hits as they are, rows whose candidate part may hold it are read and verified. A regex is narrowed by
-the literals it requires (`queries/search_regex.py`) and verified over those rows only; a regex that requires
-none, a literal under three bytes or one of only common trigrams, and a store built before the index, are
-searched by a full scan (`queries/search_scan.py`, with progress), and the result says so. Matching is always
-`pyarrow.compute.match_substring(_regex)` (linear-time RE2: no catastrophic backtracking), so the index changes
-how many texts are read, never what is found. Returns the first `limit` matching rows in id order with a
-one-line snippet (plain, and HTML-escaped with the match marked), and the total. Program text is not kept; the
-matching rows (ids and locations) of recent complete searches are, per store build (`MEMO_BYTES`).
+With the store's search index (`queries/search_index.py`, an index of each code shard's distinct lines), a literal
+without a newline is answered from it alone: the rows holding a line that contains it are the hits, no program is
+read. So is a regex whose matches cannot span lines (`queries/search_regex.py`: `line_rule`); any other regex
+keeps the hits its lines show and reads only the rows that hold every text it requires (its longest
+`NARROWING_PIECES` literals, split at newlines), as does a literal with a newline. A regex that requires none,
+and a store built before the index (or by another version of it), are searched by a full scan
+(`queries/search_scan.py`, with progress), and the result says so. Matching is always
+`pyarrow.compute.match_substring(_regex)` (linear-time RE2: no catastrophic backtracking), on lines as on whole
+texts, so the index changes how many texts are read, never what is found. Returns the first `limit` matching
+rows in id order with a one-line snippet (plain, and HTML-escaped with the match marked), and the total. Program
+text is not kept; the matching rows (ids and locations) of recent complete searches are, per store build
+(`MEMO_BYTES`).
 """
 
 from __future__ import annotations
 
 import html
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,12 +32,13 @@ from queries.db import connect
 from queries.filters import NO_FILTERS, Filters
 from queries.memo import Memo
 from queries.search_index import SearchIndex, open_index
-from queries.search_regex import required_literals
+from queries.search_regex import line_rule, required_literals
 from queries.search_scan import Group, Scanned, Scanner
 
 MAX_LIMIT = 1000
 MEMO_BYTES = 64 << 20  # matching rows (ids and locations) of recent complete searches, per process
 SNIPPET_CONTEXT = 60
+NARROWING_PIECES = 3  # the longest texts a pattern requires that narrow the rows to read (each is a pass of the index)
 _OPEN, _CLOSE = "\x00\x01tlx<", "\x00\x01tlx>"
 RESULT_SCHEMA = pa.schema(
     [("id", pa.string()), ("line", pa.int64()), ("snippet", pa.string()), ("snippet_html", pa.string())]
@@ -88,7 +93,10 @@ def _matches(texts: pa.Array, pattern: str, regex_or_none: str | None, ignore_ca
 def _matched_texts(texts: pa.Array, pattern: str, regex: str | None, ignore_case: bool) -> list[str | None]:
     """What matched first in each text (for the snippet): RE2 marks its first match with sentinels."""
     if regex is not None:
-        marked = pc.replace_substring_regex(texts, regex, _OPEN + "\\0" + _CLOSE, max_replacements=1)
+        try:
+            marked = pc.replace_substring_regex(texts, regex, _OPEN + "\\0" + _CLOSE, max_replacements=1)
+        except pa.ArrowInvalid:  # RE2 cannot rewrite some matches (a \B at one end): Python's re places them
+            return [_python_match(text, regex) for text in texts.to_pylist()]
         found = []
         for text in marked.to_pylist():
             start = text.find(_OPEN)
@@ -102,6 +110,14 @@ def _matched_texts(texts: pa.Array, pattern: str, regex: str | None, ignore_case
         at = text.lower().find(pattern.lower())
         found.append(text[at:at + len(pattern)] if at >= 0 else None)
     return found
+
+
+def _python_match(text: str, regex: str) -> str | None:
+    try:
+        found = re.search(regex, text)
+    except re.error:
+        return None
+    return found.group(0) if found else None
 
 
 def _clean(text: str) -> str:
@@ -231,38 +247,46 @@ def _every_group(scanner: Scanner, paths: list[Path]) -> list[Group]:
 
 def _indexed(index: SearchIndex, scanner: Scanner, pattern: str, regex: bool, ignore_case: bool, matcher,
              allowed: pa.Array | None, deadline: float | None, progress) -> tuple[_Hits, Scanned, str, str]:
-    """Hits by the index: exact reference hits, plus the verified rows it chose (or every row, saying why)."""
+    """Hits by the index: rows it finds exactly, plus the rows it could not decide, read and verified (or every
+    row, saying why)."""
     keep = np.ones(index.rows, bool) if allowed is None else \
         pc.is_in(index.docs["id"], value_set=allowed).to_numpy(zero_copy_only=False)
-    if regex:
-        literals, folded = required_literals(pattern)
-        exact, verify = np.zeros(index.rows, bool), None
-        for literal in literals:  # rows holding every required literal (each in either part)
-            found = index.literal(literal, ignore_case or folded)
-            if found.to_verify is None:
-                continue
-            holds = found.ref_hits.copy()
-            holds[found.to_verify] = True
-            verify = holds if verify is None else verify & holds
-        note = "" if verify is not None else "the regular expression requires no literal of 3 or more bytes that " \
-                                             "the index narrows: searched by full scan"
-        verify = np.flatnonzero(keep if verify is None else verify & keep)
-    else:
-        found = index.literal(pattern, ignore_case)
-        exact = found.ref_hits & keep
-        if found.to_verify is None:
-            verify = np.flatnonzero(keep & ~exact)
-            note = "the text is too short or too common for the index to narrow: searched by full scan" \
-                if len(verify) else ""
-        else:
-            note = ""
-            verify = found.to_verify[keep[found.to_verify] & ~exact[found.to_verify]]
+    exact, undecided, note = _decided(index, pattern, regex, ignore_case, matcher)
+    exact &= keep
+    verify = np.flatnonzero(undecided & keep & ~exact)
     scanned = scanner.scan(_groups_of(index, verify), matcher, deadline, progress)
     where = np.flatnonzero(exact)
     more = (index.docs["id"].take(pa.array(where)).combine_chunks(),
             index.docs["shard"].to_numpy()[where], index.docs["rg"].to_numpy()[where])
     method = "scan" if note else ("index + verify" if len(verify) else "index")
     return _Hits.of(scanned, more), scanned, method, note
+
+
+def _decided(index: SearchIndex, pattern: str, regex: bool, ignore_case: bool,
+             matcher) -> tuple[np.ndarray, np.ndarray, str]:
+    """(rows that match, found from the lines alone; rows that may match and must be read; why every row must be
+    read, or ""). A literal without a newline is decided by its lines; so is a regex whose matches all lie within
+    one line. Other patterns are narrowed by the newline-free pieces they require."""
+    nothing = np.zeros(index.rows, bool)
+    if not regex:
+        if "\n" not in pattern:
+            return index.rows_with_a_line(matcher, newline_blind=True), nothing, ""
+        exact, pieces, fold = nothing, [pattern], ignore_case
+    else:
+        rule = line_rule(pattern)
+        exact = index.rows_with_a_line(matcher, newline_blind=rule.complete) if rule.sound else nothing
+        if rule.complete and not matcher(pa.array([""], pa.string()))[0].as_py():
+            return exact, nothing, ""
+        pieces, fold = required_literals(pattern)
+        fold = fold or ignore_case
+    pieces = sorted({p for literal in pieces for p in literal.split("\n") if p}, key=len, reverse=True)
+    if not pieces:
+        return exact, ~nothing, "the pattern requires no text that narrows the rows to read: searched by full scan"
+    undecided = ~nothing
+    for piece in pieces[:NARROWING_PIECES]:
+        undecided &= index.rows_with_a_line(lambda texts, p=piece: _matches(texts, p, None, fold),
+                                            newline_blind=True)
+    return exact, undecided, ""
 
 
 def _groups_of(index: SearchIndex, rows: np.ndarray) -> list[Group]:

@@ -1,39 +1,41 @@
-"""The code search index of a store, read memory-mapped: which rows may hold a literal.
+"""The code search index of a store, read memory-mapped: which rows hold a line that a matcher accepts.
 
-Layout and how it is built: `queries/ingest/search_index.py`. For a literal, `SearchIndex.literal(...)` gives the
-rows whose reference holds it (exact: every distinct reference text is matched directly, by the same Arrow
-function a full scan uses) and the rows whose candidate part may hold it (from the posting lists of its
-trigrams; they must be verified), or None for the latter when the index cannot narrow them (a literal under
-three bytes, or only of trigrams too common to have postings). Both sides together never miss a row that a full
-scan finds: the candidate part starts `overlap` bytes before the cut, and only trigrams that lie within that
-distance of the literal's end are used, so an occurrence that crosses the cut still has them in the candidate
-part.
+Layout and how it is built: `queries/ingest/search_index.py`. `SearchIndex.rows_with_a_line(matcher)` matches
+every distinct reference's whole lines and every code shard's distinct candidate lines (two threads: Arrow
+releases the GIL while it matches) and marks the rows that hold one the matcher accepts. A program's text is its
+reference's whole lines and its candidate lines (the candidate part starts with the line that holds the cut), so
+for a literal without a newline, or a regex that cannot match one, the rows marked are exactly those whose text
+holds a match. The matcher is the same Arrow function a full scan runs, so the index changes how many texts are
+read, never what is found.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from queries.search_trigrams import pattern_codes
-from queries.store import SEARCH_INDEX_VERSION, SEARCH_META, search_path, search_shard_path
+from queries.store import (
+    LINES_FILE,
+    OFFSETS_FILE,
+    POSTINGS_FILE,
+    SEARCH_INDEX_VERSION,
+    SEARCH_META,
+    StoreError,
+    search_path,
+    search_shard_path,
+)
 
-UTF8_MAX = 4  # bytes a character can take: an ignore-case match may be longer in bytes than the literal
-# letters whose case-insensitive matches include characters outside ASCII (KELVIN SIGN, LONG S), so their
-# trigrams are not used for ignore-case searches
-_FOLDS_OUTSIDE_ASCII = frozenset(b"ksKS")
-
-
-@dataclass(frozen=True)
-class LiteralRows:
-    ref_hits: np.ndarray  # bool per row: its reference holds the literal (a hit, no verification needed)
-    to_verify: np.ndarray | None  # rows (positions in docs) whose candidate part may hold it; None: all others
+THREADS = 2
+BLOCK_LINES = 64
+DENSE_SHARE = 0.25  # above this share of blocks matched, every line of the batch is matched (no copy)
+Matcher = Callable[[pa.Array], pa.Array]  # texts -> bool per text
 
 
 class SearchIndex:
@@ -41,68 +43,100 @@ class SearchIndex:
         meta = json.loads(search_path(store, SEARCH_META).read_text())
         if meta.get("version") != SEARCH_INDEX_VERSION:
             raise ValueError(f"search index version {meta.get('version')!r}, this code reads {SEARCH_INDEX_VERSION}")
-        self.store, self.overlap = store, int(meta["overlap"])
+        self.store = store
         self.docs = _mapped(search_path(store, "docs.arrow"))
-        self.refs = _mapped(search_path(store, "refs.arrow"))
-        self.common = np.load(search_path(store, "common.npy"), mmap_mode="r")
+        refs = _mapped(search_path(store, "refs.arrow"))
+        self.ref_lines, self.ref_of_line = _whole_lines(refs["text"].combine_chunks())
+        self.refs = len(refs)
         self.doc_ref = self.docs["ref"].to_numpy()
         shards = self.docs["shard"].to_numpy()
         self.shards = np.unique(shards).tolist()
         self.base = {s: int(np.searchsorted(shards, s)) for s in self.shards}  # first row of each shard
-        self._arrays: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._arrays: dict[int, tuple[pa.ipc.RecordBatchFileReader, np.ndarray, np.ndarray]] = {}
         self._lock = threading.Lock()
+        for shard in self.shards:  # opened now, so that a damaged index is found before it answers
+            self._shard(shard)
 
     @property
     def rows(self) -> int:
         return self.docs.num_rows
 
-    def literal(self, literal: str, ignore_case: bool) -> LiteralRows:
-        matched = pc.match_substring(self.refs["text"], literal, ignore_case=ignore_case)
-        ref_hits = matched.to_numpy(zero_copy_only=False)[self.doc_ref]
-        codes = self._usable_codes(literal, ignore_case)
-        if len(codes) == 0:
-            return LiteralRows(ref_hits, None)
-        found = [self._shard_rows(shard, codes) + self.base[shard] for shard in self.shards]
-        return LiteralRows(ref_hits, np.concatenate(found) if found else np.empty(0, np.int64))
+    def rows_with_a_line(self, matcher: Matcher, newline_blind: bool) -> np.ndarray:
+        """Bool per row (position in docs): its reference or its candidate part has a line `matcher` accepts.
+        `newline_blind`: the matcher's answer on a line is the same with its newline (a literal without one, a
+        regex that cannot match one), so lines are matched as stored, not copied without it."""
+        ref_hit = np.zeros(self.refs, bool)
+        ref_hit[self.ref_of_line[_accepted(matcher, self.ref_lines)]] = True  # whole lines without their newline
+        hits = ref_hit[self.doc_ref]
+        with ThreadPoolExecutor(THREADS, thread_name_prefix="line-search") as pool:
+            for shard, rows in zip(self.shards, pool.map(lambda s: self._shard_rows(s, matcher, newline_blind),
+                                                                 self.shards),
+                                   strict=True):
+                hits[rows + self.base[shard]] = True
+        return hits
 
-    def _usable_codes(self, literal: str, ignore_case: bool) -> np.ndarray:
-        """Distinct codes of the literal's trigrams that narrow the rows: near enough its end (the cut), with
-        postings (not common), and for ignore-case only ASCII ones whose letters fold within ASCII."""
-        raw = literal.encode("utf-8")
-        codes = pattern_codes(raw)
-        if len(codes) == 0:
-            return codes
-        if ignore_case:
-            chars_from = np.array([len(raw[j:].decode("utf-8", "ignore")) + 1 for j in range(len(codes))])
-            near = UTF8_MAX * chars_from <= self.overlap
-            plain = np.array([all(b < 0x80 and b not in _FOLDS_OUTSIDE_ASCII for b in raw[j:j + 3])
-                              for j in range(len(codes))])
-            codes = codes[near & plain]
-        else:
-            codes = codes[np.arange(len(codes)) >= len(raw) - 1 - self.overlap]
-        codes = np.unique(codes)
-        return codes[~np.isin(codes, self.common)]
+    def _shard_rows(self, shard: int, matcher: Matcher, newline_blind: bool) -> np.ndarray:
+        """Rows of `shard` (positions within it, with repeats) whose candidate part has a line `matcher` accepts."""
+        lines, offsets, postings = self._shard(shard)
+        matched, first = [], 0
+        for i in range(lines.num_record_batches):  # one compressed batch in memory at a time
+            batch = lines.get_batch(i).column(0)
+            matched.append(_accepted_in_blocks(matcher, batch, newline_blind) + first)
+            first += len(batch)
+        if first != len(offsets) - 1:
+            raise StoreError(f"{self.store}: search index of code part {shard} is damaged (lines and postings "
+                             f"disagree); rebuild the store")
+        matched = np.concatenate(matched) if matched else np.empty(0, np.int64)
+        starts = offsets[matched].astype(np.int64)
+        lengths = offsets[matched + 1].astype(np.int64) - starts
+        firsts = np.cumsum(lengths) - lengths  # where each matched line's rows go in the answer
+        where = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(starts - firsts, lengths)
+        return postings[where].astype(np.int64)
 
-    def _shard_rows(self, shard: int, codes: np.ndarray) -> np.ndarray:
-        """Rows of `shard` (positions within it) whose candidate part holds every one of `codes`."""
-        trigrams, offsets, postings = self._shard(shard)
-        at = np.searchsorted(trigrams, codes)
-        if np.any(at >= len(trigrams)) or np.any(trigrams[np.minimum(at, len(trigrams) - 1)] != codes):
-            return np.empty(0, np.int64)  # some trigram is in no candidate of this shard
-        lists = sorted((postings[offsets[i]:offsets[i + 1]] for i in at.tolist()), key=len)
-        rows = np.asarray(lists[0])
-        for other in lists[1:]:
-            rows = np.intersect1d(rows, other, assume_unique=True)
-            if len(rows) == 0:
-                break
-        return rows.astype(np.int64)
-
-    def _shard(self, shard: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _shard(self, shard: int) -> tuple[pa.ipc.RecordBatchFileReader, np.ndarray, np.ndarray]:
         with self._lock:
             if shard not in self._arrays:
-                self._arrays[shard] = tuple(np.load(search_shard_path(self.store, shard, kind), mmap_mode="r")
-                                            for kind in ("trigrams", "offsets", "postings"))
+                lines = pa.ipc.open_file(pa.memory_map(str(search_shard_path(self.store, shard, LINES_FILE))))
+                offsets, postings = (np.load(search_shard_path(self.store, shard, name), mmap_mode="r")
+                                     for name in (OFFSETS_FILE, POSTINGS_FILE))
+                if len(offsets) == 0 or int(offsets[-1]) != len(postings):
+                    raise ValueError(f"search index of code part {shard}: lines and postings disagree")
+                self._arrays[shard] = (lines, offsets, postings)
             return self._arrays[shard]
+
+
+def _accepted(matcher: Matcher, lines: pa.Array) -> np.ndarray:
+    """Positions of the lines `matcher` accepts."""
+    return np.flatnonzero(matcher(lines).to_numpy(zero_copy_only=False))
+
+
+def _accepted_in_blocks(matcher: Matcher, lines: pa.StringArray, newline_blind: bool) -> np.ndarray:
+    """Positions of the lines (each ending with a newline, one after another in the data) that `matcher` accepts
+    without their newline. Lines are matched BLOCK_LINES at a time as one string first (a match within a line is
+    one within its block: no ^, $ or \\A in the patterns matched here), then one by one in the blocks matched,
+    which saves the matcher's cost per string on the lines of blocks without a match."""
+    offsets = np.frombuffer(lines.buffers()[1], np.int32)[lines.offset : lines.offset + len(lines) + 1]
+    bounds = np.append(offsets[:-1:BLOCK_LINES], offsets[-1]).astype(np.int32)
+    blocks = pa.StringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds), lines.buffers()[2])
+    hit_blocks = _accepted(matcher, blocks)
+    if newline_blind and len(hit_blocks) > DENSE_SHARE * len(blocks):  # most lines to match: all, in place
+        return _accepted(matcher, lines)
+    candidates = (hit_blocks[:, None] * BLOCK_LINES + np.arange(BLOCK_LINES)).ravel()
+    candidates = candidates[candidates < len(lines)]
+    taken = lines.take(pa.array(candidates))
+    return candidates[_accepted(matcher, taken if newline_blind else pc.utf8_rtrim(taken, characters="\n"))]
+
+
+def _whole_lines(texts: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """The lines of each text that end with a newline (the last, unfinished one is in the candidate part), and
+    the text each comes from."""
+    lines = pc.split_pattern(texts, "\n")
+    counts = pc.list_value_length(lines).to_numpy(zero_copy_only=False)
+    of_text = np.repeat(np.arange(len(texts)), counts)
+    last = np.cumsum(counts) - 1
+    whole = np.ones(len(of_text), bool)
+    whole[last[counts > 0]] = False
+    return pc.list_flatten(lines).filter(pa.array(whole)), of_text[whole]
 
 
 def _mapped(path: Path) -> pa.Table:

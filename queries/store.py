@@ -29,7 +29,7 @@ INDEX_FILE = "index.parquet"
 CODE_DIR = "code"
 SEARCH_DIR = "search"  # the code search index (queries/ingest/search_index.py writes it, queries/search_index.py reads)
 SEARCH_META = "index.json"
-SEARCH_INDEX_VERSION = 1  # of the files under SEARCH_DIR; another version is not read (search scans instead)
+SEARCH_INDEX_VERSION = 2  # of the files under SEARCH_DIR; another version (1: trigrams) is not read
 LOCATION_COLUMNS = ("code_shard", "code_rg")  # where a row's text is: code part, row group within it
 # columns a store of this schema version may lack (built before them): readers treat them as "not checked"
 OPTIONAL_COLUMNS = ("static_flags",)
@@ -57,9 +57,12 @@ def search_path(store: Path, name: str) -> Path:
     return Path(store) / SEARCH_DIR / name
 
 
-def search_shard_path(store: Path, shard: int, kind: str) -> Path:
-    """The search index's `kind` array (trigrams, offsets, postings) for code shard `shard`."""
-    return search_path(store, f"part-{shard:05d}.{kind}.npy")
+LINES_FILE, OFFSETS_FILE, POSTINGS_FILE = "lines.arrow", "offsets.npy", "postings.npy"  # one of each per code shard
+
+
+def search_shard_path(store: Path, shard: int, name: str) -> Path:
+    """The search index's file `name` (LINES_FILE, OFFSETS_FILE, POSTINGS_FILE) for code shard `shard`."""
+    return search_path(store, f"part-{shard:05d}.{name}")
 
 
 class StoreError(TlxError, RuntimeError):

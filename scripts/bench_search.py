@@ -6,8 +6,7 @@ Each literal and regex runs `--repeat` times with the remembered answers dropped
 index, the verification, the snippets; the page cache and the index's mappings warm after the first), then once
 more as the page would repeat it (memoized: the matching rows remembered, the snippets read again). The table
 gives per pattern the total of matching rows, how it was answered (`index`, `index + verify`, `scan`), the
-programs read, the median and slowest computed time and the memoized time; then p95 over all the literal runs and
-all the regex runs, computed and memoized. Also:
+programs read, the median and slowest computed time and the memoized time; then p95 over all the literal runs (case kept, then ignored) and all the regex runs, computed and memoized. Also:
 the search index's files against the code shards (bytes) and its build seconds (from `search/index.json`).
 Prints a Markdown table with the machine, the date, the load and the command.
 """
@@ -32,6 +31,7 @@ LITERALS = [
     "class ModelNew", "get_init_inputs", "tl.where", "BLOCK_SIZE_K", "tl.exp", "tl.sum(", "eviction_policy",
     "tl.cumsum", "libdevice", "no such text anywhere", "F.conv2d", "tl.make_block_ptr", "tl.program_id(1)",
 ]
+IGNORING_CASE = ["ALLOW_TF32", "TL.LOAD", "Tl.Dot", "f.conv2D", "TL.PROGRAM_ID(1)"]  # literals, case ignored
 REGEXES = [
     r"tl\.dot\(.*allow_tf32", r"num_warps\s*=\s*\d+", r"BLOCK_SIZE_[MNK]\s*:\s*tl\.constexpr", r"tl\.store\(.*mask=",
     r"eviction_policy\s*=\s*.evict_", r"tl\.atomic_add\(\w+",
@@ -42,21 +42,21 @@ def _bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def _timed(store: Path, pattern: str, regex: bool, limit: int):
+def _timed(store: Path, pattern: str, kind: str, limit: int):
     started = time.perf_counter()
-    result = search_code(store, pattern, regex=regex, limit=limit)
+    result = search_code(store, pattern, regex=kind == "regex", ignore_case=kind == "literal, any case", limit=limit)
     return result, time.perf_counter() - started
 
 
-def _run(store: Path, pattern: str, regex: bool, repeat: int, limit: int) -> dict:
+def _run(store: Path, pattern: str, kind: str, repeat: int, limit: int) -> dict:
     times = []
     for _ in range(repeat):
         forget_searches()
-        result, took = _timed(store, pattern, regex, limit)
+        result, took = _timed(store, pattern, kind, limit)
         times.append(took)
-    again, memo_time = _timed(store, pattern, regex, limit)
+    again, memo_time = _timed(store, pattern, kind, limit)
     assert again.memoized and again.total == result.total
-    return {"pattern": pattern, "regex": regex, "total": result.total, "method": result.method,
+    return {"pattern": pattern, "kind": kind, "total": result.total, "method": result.method,
             "read": result.rows_scanned, "times": times, "memo": memo_time}
 
 
@@ -77,8 +77,9 @@ def main() -> None:
     meta = json.loads(meta_path.read_text())
     load = os.getloadavg()[0]
     search_code(args.store, "warm up: open the index", limit=1)
-    rows = [_run(args.store, p, False, args.repeat, args.limit) for p in LITERALS]
-    rows += [_run(args.store, p, True, args.repeat, args.limit) for p in REGEXES]
+    rows = [_run(args.store, p, "literal", args.repeat, args.limit) for p in LITERALS]
+    rows += [_run(args.store, p, "literal, any case", args.repeat, args.limit) for p in IGNORING_CASE]
+    rows += [_run(args.store, p, "regex", args.repeat, args.limit) for p in REGEXES]
     code, index = _bytes(args.store / CODE_DIR), _bytes(args.store / SEARCH_DIR)
     print(f"date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {platform.node()}: nproc {os.cpu_count()}, "
           f"load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
@@ -90,13 +91,13 @@ def main() -> None:
     print("| pattern | kind | matching rows | answered by | programs read | computed median ms | max ms | memoized ms |")
     print("|---|---|---:|---|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| `{r['pattern']}` | {'regex' if r['regex'] else 'literal'} | {r['total']:,} | {r['method']} | "
+        print(f"| `{r['pattern']}` | {r['kind']} | {r['total']:,} | {r['method']} | "
               f"{r['read']:,} | {statistics.median(r['times']) * 1e3:,.0f} | {max(r['times']) * 1e3:,.0f} | "
               f"{r['memo'] * 1e3:,.0f} |")
-    for kind, regex in (("literals", False), ("regexes", True)):
-        times = [t for r in rows if r["regex"] == regex for t in r["times"]]
-        memo = [r["memo"] for r in rows if r["regex"] == regex]
-        print(f"\np95 over all {kind}: computed {_p95(times) * 1e3:,.0f} ms ({len(times)} runs), memoized "
+    for kind in ("literal", "literal, any case", "regex"):
+        times = [t for r in rows if r["kind"] == kind for t in r["times"]]
+        memo = [r["memo"] for r in rows if r["kind"] == kind]
+        print(f"\np95 over all {kind} runs: computed {_p95(times) * 1e3:,.0f} ms ({len(times)} runs), memoized "
               f"{_p95(memo) * 1e3:,.0f} ms ({len(memo)} runs)")
 
 

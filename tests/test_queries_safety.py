@@ -55,7 +55,8 @@ def test_search_substring_regex_limits(fixture_store, programs):
     in_test = api.search_code(fixture_store, "relu_k", f=Filters(split="test"))
     assert in_test.rows["id"].to_pylist() == ["test/000000", "test/000001"]
     assert api.search_code(fixture_store, "RELU_K", ignore_case=True).rows.num_rows == found.rows.num_rows
-    assert not api.search_code(fixture_store, "relu_", time_budget_s=0).complete  # (an answer not remembered)
+    assert api.search_code(fixture_store, "relu_", time_budget_s=0).complete  # the line index alone reads no text
+    assert not api.search_code(fixture_store, ")\n", time_budget_s=0).complete  # a newline: texts must be read
 
 
 def test_search_snippets_are_escaped(fixture_store):

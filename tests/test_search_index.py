@@ -19,8 +19,8 @@ import pytest
 
 from queries import api
 from queries.search import NO_INDEX_NOTE
-from queries.search_regex import required_literals
-from queries.store import SEARCH_DIR, Store
+from queries.search_regex import LineRule, line_rule, required_literals
+from queries.store import SEARCH_DIR, SEARCH_INDEX_VERSION, Store
 
 REALWORLD = Path(__file__).resolve().parents[2] / "shared" / "data" / "realworld"
 LIMIT = 200
@@ -72,7 +72,8 @@ def _patterns(texts: list[str], ref_chars: list[int], count: int, seed: int) -> 
         found.append(x[max(0, cut - 1500) : cut + 20])  # longer than the index's overlap before the cut
     non_ascii = sorted({ch for x in texts for ch in x if ord(ch) > 127})
     found += non_ascii[:20] + ["ümlaut ✓", "日本語", "🚀 kernel", "\u212aernel", "\u017ftride"]
-    found += ["no such text anywhere 1234", "tl.load(qqq", "__zz__", "\x00", "x" * 5000, "Model", "tl.", "()"]
+    found += ["no such text anywhere 1234", "tl.load(qqq", "__zz__", "\x00", "x" * 5000, "Model", "tl.", "()", "\n",
+              "\n\n", "):\n    "]
     return [p for p in dict.fromkeys(found) if p]
 
 
@@ -84,6 +85,7 @@ def _check(store: Path, ids, texts, pattern: str, regex: bool = False, ignore_ca
     assert result.complete, context
     assert result.total == len(expected), context
     assert got == expected[:LIMIT], context
+    assert result.method != "index" or result.rows_scanned == 0, context  # the index alone read no program
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -105,10 +107,15 @@ def test_regexes_equal_a_full_scan_on_real_programs(realworld_store):
     words = _patterns(texts.to_pylist(), ref_chars, 60, 3)
     regexes = [rf"{re.escape(a)}.*{re.escape(b)}" for a, b in zip(words[::2], words[1::2], strict=False)]
     regexes += [r"tl\.dot\(.*allow_tf32", r"BLOCK_SIZE\s*=\s*\d+", r"(?i)triton\.JIT", r"def (forward|__init__)",
-                r"[[:upper:]]odel", r"x{2,}yy", r"\bgrid\b", r"a(bc)+d", r"tl\.(load|store)\(", r"\d{5}"]
+                r"[[:upper:]]odel", r"x{2,}yy", r"\bgrid\b", r"a(bc)+d", r"tl\.(load|store)\(", r"\d{5}",
+                r"^import", r"(?m)^class \w+", r"\)$", r"(?s)def forward.*tl\.load", r"mask[^=]*=", r"\n\n\n",
+                r"return\s+\w+\s*\n\s*\n\s*def", r"\Bel\b", r"z*", r"[\x00-\x20]{3}", r"(?i)K\w+L"]
+    methods = set()
     for pattern in regexes:
         _check(realworld_store, ids, texts, pattern, regex=True)
         _check(realworld_store, ids, texts, pattern, regex=True, ignore_case=rng.random() < 0.5)
+        methods.add(api.search_code(realworld_store, pattern, regex=True, limit=1).method)
+    assert {"index", "index + verify", "scan"} <= methods
 
 
 def test_fixture_store_and_filters(fixture_store):
@@ -148,16 +155,27 @@ def test_an_index_of_another_version_is_not_read(realworld_store, tmp_path):
     other = tmp_path / "other-version"
     shutil.copytree(realworld_store, other)
     meta = other / SEARCH_DIR / "index.json"
-    meta.write_text(meta.read_text().replace('"version": 1', '"version": 99'))
+    meta.write_text(meta.read_text().replace(f'"version": {SEARCH_INDEX_VERSION}', '"version": 99'))
     ids, texts, _ = _programs(other)
     result = api.search_code(other, "tl.store", limit=LIMIT)
     assert result.note == NO_INDEX_NOTE and result.total == len(_expected(ids, texts, "tl.store", False, False))
 
 
+def test_line_rule():
+    assert line_rule(r"tl\.dot\(.*allow_tf32") == LineRule(sound=True, complete=True)  # . stops at a newline
+    assert line_rule(r"\bgrid\b|x[a-z_]\d") == LineRule(sound=True, complete=True)
+    assert line_rule(r"num_warps\s*=") == LineRule(sound=True, complete=False)  # \s matches a newline
+    for spans_lines in (r"a[^b]c", r"(?s)a.c", r"a\nc", r"a[\x00-\x7f]c", r"a\Wc", r"a(?s:.)c"):
+        assert line_rule(spans_lines) == LineRule(sound=True, complete=False), spans_lines
+    for anchored in (r"^def", r"x$", r"\Aimport", r"(?m)^class"):  # a line's start is not the text's
+        assert line_rule(anchored) == LineRule(sound=False, complete=False), anchored
+    assert line_rule(r"\pLabc") == LineRule(sound=False, complete=False)  # Python cannot parse it
+
+
 def test_required_literals():
     assert required_literals(r"tl\.dot\(.*allow_tf32") == (["allow_tf32", "tl.dot("], False)
     assert required_literals(r"(?i)abc(de|fg)hij") == (["abc", "hij"], True)
-    assert required_literals(r"ab(cde)+f{0,3}ghi") == (["cde", "ghi"], False)
+    assert required_literals(r"ab(cde)+f{0,3}ghi") == (["cde", "ghi", "ab"], False)
     assert required_literals(r"[[:alpha:]]abc") == ([], False)  # RE2 and Python read it differently
     assert required_literals(r"(?s)abc.def") == ([], False)
     assert required_literals(r"\pLabc") == ([], False)  # Python cannot parse it: full scan
