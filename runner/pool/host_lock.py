@@ -45,21 +45,20 @@ class HostLock:
                     return False
                 time.sleep(POLL_S)
 
-    def acquire_shared(self, abort: threading.Event | None = None) -> bool:
-        if not self._take(self._intent, fcntl.LOCK_SH, abort):
+    def _through_intent(self, kind: int, abort: threading.Event | None) -> bool:
+        """`main` in `kind`, passing through `intent` in the same kind (a writer keeps it while it waits)."""
+        if not self._take(self._intent, kind, abort):
             return False
         try:
-            return self._take(self._main, fcntl.LOCK_SH, abort)
+            return self._take(self._main, kind, abort)
         finally:
             fcntl.flock(self._intent, fcntl.LOCK_UN)
 
+    def acquire_shared(self, abort: threading.Event | None = None) -> bool:
+        return self._through_intent(fcntl.LOCK_SH, abort)
+
     def acquire_exclusive(self, abort: threading.Event | None = None) -> bool:
-        if not self._take(self._intent, fcntl.LOCK_EX, abort):
-            return False
-        try:
-            return self._take(self._main, fcntl.LOCK_EX, abort)
-        finally:
-            fcntl.flock(self._intent, fcntl.LOCK_UN)
+        return self._through_intent(fcntl.LOCK_EX, abort)
 
     def release(self) -> None:
         fcntl.flock(self._main, fcntl.LOCK_UN)
