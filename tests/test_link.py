@@ -9,7 +9,7 @@ import socket
 import pytest
 import torch
 
-from runner.child.link import Foreign, LinkError, decode_outputs, encode_outputs, send
+from runner.child.link import Foreign, LinkError, decode_outputs, encode_outputs, receive, send
 
 
 def _through_the_link(header, payloads, **kw):
@@ -17,8 +17,6 @@ def _through_the_link(header, payloads, **kw):
     with a, b:
         wr, rd = a.makefile("wb"), b.makefile("rb")
         send(wr, header, payloads)
-        from runner.child.link import receive
-
         got = receive(rd)
         return decode_outputs(rd, got, "cpu", kw.pop("max_bytes", 1 << 30), **kw)
 

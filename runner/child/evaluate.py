@@ -70,6 +70,7 @@ class Judge:
         self.outputs_complete = True  # every trial run compared every output
         self.autotunes = False
         self.launches: dict[str, Any] = launches.not_checked("the run stopped before the launch check")
+        self.ipc_wanted = device == "cuda" and cuda_ipc_wanted()
         self.ipc, self.handover = False, "host copies: " + ("not a CUDA job" if device != "cuda" else "not probed")
 
     # -- loading ---------------------------------------------------------------------------------------------
@@ -92,7 +93,7 @@ class Judge:
             raise problem
         self.emit("init: building Model and ModelNew")
         with self.gate.hold(SHARED):
-            self.candidate.ask("build", ipc=self.device == "cuda" and cuda_ipc_wanted())
+            self.candidate.ask("build", ipc=self.ipc_wanted)
             model, problem = self._both(lambda: self.steps.model(module, "Model", self.steps.init_inputs(module)))
             answer = self.candidate.answer()
         if problem is not None:
@@ -114,7 +115,7 @@ class Judge:
         """Outputs come as CUDA IPC handles if the candidate's probe opened here with its values, else as bytes."""
         if self.device != "cuda":
             return
-        if not cuda_ipc_wanted():
+        if not self.ipc_wanted:
             self.handover = f"host copies: {CUDA_IPC_ENV}=0"
         elif "ipc_probe" in answer:
             from runner.child import cuda_ipc
