@@ -592,6 +592,45 @@ def test_slow_calls_stop_after_min_time(monkeypatch):
     assert len(noisy) >= opts.min_trials or "timing_budget_spent" in flags
 
 
+def _simulated_cuda(monkeypatch, call_ms: float):
+    """timing's clocks over a fake clock: each call of the returned fn takes `call_ms` on it, events read it."""
+    from runner.child import timing
+
+    clock, calls = [0.0], [0]
+
+    class Event:
+        def __init__(self, enable_timing: bool = True) -> None:
+            self.t = 0.0
+
+    def record(event: Event) -> None:
+        event.t = clock[0]
+
+    monkeypatch.setattr(timing, "_perf_counter", lambda: clock[0])
+    monkeypatch.setattr(timing, "_clocks", {"event": Event, "record": record, "sync": lambda: None,
+                                            "elapsed": lambda a, b: (b.t - a.t) * 1000.0})
+    monkeypatch.setattr(timing, "_flush_buffer", lambda opts: None)
+    monkeypatch.setattr(timing, "_host_overhead_ms", 0.0)
+
+    def fn() -> None:
+        calls[0] += 1
+        clock[0] += call_ms / 1000.0
+    return fn, calls
+
+
+@pytest.mark.parametrize("call_ms, calls_at_most, samples", [(1400.0, 6, 5), (60.0, 10, 8), (0.1, 123, 100)])
+def test_slow_calls_are_not_called_twice_for_one_sample(monkeypatch, call_ms, calls_at_most, samples):
+    """The GPU's exclusive time bounds a shared GPU's throughput: a 1.4 s call is timed with 6 calls (one warm-up,
+    three side checks that are samples too, two more), not 16; a fast call keeps the full method (3 warm-ups, 20
+    side checks, 100 trials)."""
+    from runner.child import timing
+    from runner.options import TimingOptions
+
+    fn, calls = _simulated_cuda(monkeypatch, call_ms)
+    t, flags = timing.time_cuda_events(fn, TimingOptions())
+    assert calls[0] <= calls_at_most and t.n == samples, (calls[0], t.n)
+    assert t.median_ms == pytest.approx(call_ms) and "side_stream_suspect" not in flags
+
+
 def test_children_find_the_checkout_without_an_installed_package():
     """A GPU machine runs the checkout without `pip install -e .`: the children's PYTHONPATH must be the checkout."""
     from runner.pool.spares import base_env

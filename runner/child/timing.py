@@ -13,7 +13,13 @@ to return on the host; when that launch cost is at least 90% of the GPU time the
 (such timings follow host load from run to run). Warm-up calls stay out of the timed set; trials stop
 adaptively on the relative standard error of the median (after min_trials, or after min_time_s and
 MIN_TRIALS_AFTER_MIN_TIME for slow calls), a time budget or max_trials. The side-stream check takes fewer trials
-(down to MIN_SIDE_CHECK_TRIALS) when a call is slow, SIDE_CHECK_BUDGET_S at most."""
+(down to MIN_SIDE_CHECK_TRIALS) when a call is slow, SIDE_CHECK_BUDGET_S at most.
+
+Slow calls (SLOW_CALL_S or more each: the GPU's own run-to-run spread dwarfs a host synchronize there) cost the
+GPU's exclusive time, which bounds a shared GPU's throughput, so nothing is done twice for them: warm-up stops
+after WARMUP_BUDGET_S of calls (the correctness trials already ran the call), the side-stream check's event times
+are the first samples when no side-stream work is suspected, and trials come SLOW_BATCH_S of calls at a time
+(a 1.4 s call: 6 calls timed in all where it took 16)."""
 
 from __future__ import annotations
 
@@ -33,14 +39,17 @@ CALIBRATION_TRIALS = 50
 SIDE_CHECK_TRIALS = 20
 MIN_SIDE_CHECK_TRIALS = 3
 SIDE_CHECK_BUDGET_S = 0.25
-MIN_TRIALS_AFTER_MIN_TIME = 10
+MIN_TRIALS_AFTER_MIN_TIME = 5
+WARMUP_BUDGET_S = 0.1  # warm-up stops once its calls took this long (after one call at least)
+SLOW_CALL_S = 0.05  # a call at least this long: its side-check trials are samples, its batches SLOW_BATCH_S long
+SLOW_BATCH_S = 0.25
 SIDE_STREAM_MIN_MS = 0.05  # wall - event - overhead above max(this, SIDE_STREAM_FRACTION * event): suspect
 SIDE_STREAM_FRACTION = 0.5
 AUTOTUNE_MIN_REPS = 5  # measured calls per autotune config, however slow (Triton's 100 ms: 6 of a 16 ms config)
 AUTOTUNE_ESTIMATE_CALLS = 3  # calls that estimate a config's time (they warm up too)
 LAUNCH_BOUND_FRACTION = 0.9  # host launch time of a call / its GPU time at or above which it is launch-bound
 # (on an H200, GPU-bound rows measured at most 0.7, the rows whose timings moved 15-45% between runs 1.04-1.6)
-MIN_FRESH_TRIALS, FRESH_BUDGET_S = 2, 0.25  # slow calls: fewer pairs, about this many seconds of calls
+MIN_FRESH_TRIALS, FRESH_BUDGET_S = 1, 0.25  # slow calls: fewer pairs, about this many seconds of calls
 FRESH_TRIALS = 5  # calls timed with repeated, and with fresh, values written into the inputs (`time_repeated_and_fresh`)
 FRESH_SLOWER_FACTOR, FRESH_SLOWER_MIN_MS = 1.5, 0.01  # over both: `faster_on_repeated_inputs`
 DO_BENCH_FLAG = "timing_do_bench"  # on results timed by the do_bench cross-check
@@ -207,14 +216,16 @@ def launch_bound(event_median_ms: float, host_call_median_ms: float | None) -> b
     return host_call_median_ms is not None and host_call_median_ms >= LAUNCH_BOUND_FRACTION * event_median_ms
 
 
-def _adaptive(batch: Callable[[int], list[float]], opts: TimingOptions) -> tuple[list[float], list[str]]:
-    """Collect samples a batch at a time until the stopping rule, the time budget or max_trials."""
-    samples: list[float] = []
+def _adaptive(batch: Callable[[int], list[float]], opts: TimingOptions, first: list[float] | None = None,
+              batch_size: int = CHECK_EVERY) -> tuple[list[float], list[str]]:
+    """Collect samples a batch (of `batch_size`) at a time, after the `first` ones, until the stopping rule, the
+    time budget or max_trials."""
+    samples: list[float] = list(first or [])
     flags: list[str] = []
-    start = _perf_counter()
+    start = _perf_counter() - sum(samples) / 1000.0  # the first samples' calls count towards min_time_s
     deadline = start + opts.time_budget_s
     while len(samples) < opts.max_trials:
-        samples.extend(batch(min(CHECK_EVERY, opts.max_trials - len(samples))))
+        samples.extend(batch(min(batch_size, opts.max_trials - len(samples))))
         n, now = len(samples), _perf_counter()
         if now > deadline and n >= MIN_TRIALS_UNDER_BUDGET:
             flags.append("timing_budget_spent")
@@ -230,29 +241,41 @@ def _adaptive(batch: Callable[[int], list[float]], opts: TimingOptions) -> tuple
     return samples, flags
 
 
+def _warm_up(fn: Callable[[], Any], calls: int) -> float:
+    """Up to `calls` untimed calls, fewer once they took WARMUP_BUDGET_S; returns the seconds per call (0.0
+    without warm-up)."""
+    _sync()
+    w0 = _perf_counter()
+    done = 0
+    while done < calls and (done == 0 or _perf_counter() - w0 < WARMUP_BUDGET_S):
+        fn()
+        _sync()
+        done += 1
+    return (_perf_counter() - w0) / done if done else 0.0
+
+
 def time_cuda_events(fn: Callable[[], Any], opts: TimingOptions) -> tuple[Timing, list[str]]:
     """Time `fn` on the current CUDA device; returns the summary and flags about the loop and the decision."""
 
     t0 = _perf_counter()
     overhead = calibrate(opts)
     _sync()
-    w0 = _perf_counter()
-    for _ in range(opts.warmup):
-        fn()
-    _sync()
-    per_call_s = (_perf_counter() - w0) / max(opts.warmup, 1)
+    per_call_s = _warm_up(fn, opts.warmup)
     flush = _flush_buffer(opts)
     n_checks = max(MIN_SIDE_CHECK_TRIALS, min(SIDE_CHECK_TRIALS, int(SIDE_CHECK_BUDGET_S / max(per_call_s, 1e-9))))
     checks = [_trial(fn, flush) for _ in range(n_checks)]
     d = decide([c[0] for c in checks], [c[1] for c in checks], overhead)
     host_ms: list[float] = []
+    slow = per_call_s >= SLOW_CALL_S
     if d.side_stream_suspect:
         def batch(k: int) -> list[float]:
             return [max(_trial(fn, flush)[1] - overhead, 0.0) for _ in range(k)]
     else:
         def batch(k: int) -> list[float]:
             return _batched_events(fn, flush, k, host_ms)
-    samples, flags = _adaptive(batch, opts)
+    first = [c[0] for c in checks] if slow and not d.side_stream_suspect else None
+    size = max(1, min(CHECK_EVERY, int(SLOW_BATCH_S / per_call_s))) if slow else CHECK_EVERY
+    samples, flags = _adaptive(batch, opts, first, size)
     if d.side_stream_suspect:
         flags.append("side_stream_suspect")
     host_call = statistics.median(host_ms) if host_ms else None
@@ -318,7 +341,8 @@ def method_record(opts: TimingOptions) -> dict[str, Any]:
         "min_ms": SIDE_STREAM_MIN_MS, "fraction_of_event": SIDE_STREAM_FRACTION,
         "calibration_trials": CALIBRATION_TRIALS, "check_trials": SIDE_CHECK_TRIALS,
         "check_trials_min": MIN_SIDE_CHECK_TRIALS, "check_budget_s": SIDE_CHECK_BUDGET_S, "batch": CHECK_EVERY,
-        "min_trials_after_min_time": MIN_TRIALS_AFTER_MIN_TIME,
+        "min_trials_after_min_time": MIN_TRIALS_AFTER_MIN_TIME, "warmup_budget_s": WARMUP_BUDGET_S,
+        "slow_call_s": SLOW_CALL_S, "slow_batch_s": SLOW_BATCH_S,
         "fallback": SOURCE_WALL}, "launch_bound_rule": {"host_call_fraction_of_median": LAUNCH_BOUND_FRACTION},
         "autotune_min_reps": AUTOTUNE_MIN_REPS,
         "fresh_values_rule": {"trials": FRESH_TRIALS, "trials_min": MIN_FRESH_TRIALS, "budget_s": FRESH_BUDGET_S,
