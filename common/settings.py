@@ -10,6 +10,7 @@
 | `TLX_RUNNER_JOBS_PER_GPU` | jobs sharing one GPU through their CPU-bound stages (`runner.pool.gate`) | min(6, cores / 2) |
 | `TLX_RUNNER_PREWARM` | `0`/`false`/`no`/`off`: no pre-warmed spare children | on |
 | `TLX_RUNNER_CPU_THREADS` | torch CPU threads in a CUDA job (read inside the child) | min(4, cores / 4) |
+| `TLX_RUNNER_PIN_TIMING` | `0`/`false`/`no`/`off`: no core kept for each GPU's timing thread (`runner.pool.cpu_plan`) | on |
 
 Standard library only (the explorer, the runner and the sandboxed child import it).
 """
@@ -33,6 +34,7 @@ CORES_PER_JOB = 2  # 16 cores per H200: 8 jobs' worth, capped at 6; ~22 host CPU
 HOST_BYTES_PER_JOB = 8 << 30  # the judge, the candidate and their spares' two processes: ~2 GiB each
 URL_ENV, TOKEN_ENV = "TLX_RUNNER_URL", "TLX_RUNNER_TOKEN"
 JOBS_PER_GPU_ENV, PREWARM_ENV, CPU_THREADS_ENV = "TLX_RUNNER_JOBS_PER_GPU", "TLX_RUNNER_PREWARM", "TLX_RUNNER_CPU_THREADS"
+PIN_TIMING_ENV = "TLX_RUNNER_PIN_TIMING"  # runner.pool.cpu_plan
 CANDIDATE_UID_ENV = "TLX_RUNNER_CANDIDATE_UID"  # read by the judge (runner.child.candidate_client)
 LOCK_DIR_ENV = "TLX_RUNNER_LOCK_DIR"  # the GPU gates' lock files, shared by the host's runners (runner.pool.host_lock)
 CUDA_IPC_ENV = "TLX_RUNNER_CUDA_IPC"  # read by the judge (runner.child.evaluate): 0 sends outputs as host bytes
@@ -94,6 +96,7 @@ class RunnerConfig:
     jobs_per_gpu: int | None = None  # None: `default_jobs_per_gpu` for the GPUs found
     prewarm: bool = True
     cpu_threads: int | None = None  # None: min(4, cores / 4)
+    pin_timing: bool = True  # a core per GPU for its timing thread (runner.pool.cpu_plan)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RunnerConfig:
@@ -104,6 +107,7 @@ class RunnerConfig:
             jobs_per_gpu=_positive_int(env.get(JOBS_PER_GPU_ENV), 0) or None,
             prewarm=env.get(PREWARM_ENV, "1").strip().lower() not in _OFF,
             cpu_threads=_positive_int(env.get(CPU_THREADS_ENV), 0) or None,
+            pin_timing=env.get(PIN_TIMING_ENV, "1").strip().lower() not in _OFF,
         )
 
     def child_cpu_threads(self) -> int:

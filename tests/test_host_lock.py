@@ -21,7 +21,7 @@ HOLDER = textwrap.dedent("""
     from runner.pool.gate import GpuGate
     from runner.pool.host_lock import HostLock
     folder, mode, marks = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
-    gate = GpuGate("0", HostLock(folder, "0"))
+    gate = GpuGate("0", HostLock(folder, "0", priority=sys.argv[4:] == ["priority"]))
     marks.write_text("trying")
     gate.acquire(mode)
     marks.write_text("held")
@@ -60,10 +60,15 @@ def _wait_until_intent_is_held(path: Path) -> None:
         time.sleep(0.01)
 
 
-def _holder(tmp_path: Path, mode: str, name: str) -> tuple[subprocess.Popen, Path]:
+def _start(tmp_path: Path, mode: str, name: str, *extra: str) -> tuple[subprocess.Popen, Path]:
     marks = tmp_path / f"{name}.mark"
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "locks"), mode, str(marks)],
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "locks"), mode, str(marks), *extra],
                             cwd=Path(__file__).resolve().parent.parent)
+    return proc, marks
+
+
+def _holder(tmp_path: Path, mode: str, name: str, *extra: str) -> tuple[subprocess.Popen, Path]:
+    proc, marks = _start(tmp_path, mode, name, *extra)
     _wait_for(marks, "held")
     return proc, marks
 
@@ -144,3 +149,59 @@ def test_a_waiting_writer_keeps_new_readers_of_other_processes_out(tmp_path):
     writer.join(DEADLINE_S)
     _wait_for(late_marks, "held")  # the late reader runs once the writer is done
     _let_go(late, late_marks)
+
+
+def test_a_process_holding_shared_lets_no_new_reader_in_while_another_process_writer_waits(tmp_path):
+    """This process's jobs overlap their shared holds; another process waiting to time must not wait for
+    all of them to stop overlapping: this process's next reader waits behind it."""
+    gate = GpuGate("0", HostLock(tmp_path / "locks", "0"))
+    gate.acquire(SHARED)
+    writer, marks = _start(tmp_path, EXCLUSIVE, "writer")
+    try:
+        _wait_until_intent_is_held(tmp_path / "locks" / "gpu-0.intent")
+        assert not _tries(gate, SHARED, 0.4), "a second reader of a holding process slipped in before the writer"
+    finally:
+        gate.release(SHARED)
+    _wait_for(marks, "held")
+    _let_go(writer, marks)
+    assert _tries(gate, SHARED, DEADLINE_S)
+
+
+def test_a_priority_process_job_goes_before_the_other_processes_new_holds(tmp_path):
+    """The service (priority) waits to time while a bulk run (this process) holds the GPU shared: no new hold of
+    the bulk run, shared or exclusive, starts before it; once the bulk run's steps in flight end, it times."""
+    bulk = GpuGate("0", HostLock(tmp_path / "locks", "0"))
+    bulk.acquire(SHARED)
+    service, marks = _start(tmp_path, EXCLUSIVE, "service", "priority")
+    try:
+        _wait_for(marks, "trying")
+        deadline = time.monotonic() + DEADLINE_S
+        while not bulk.host.priority_waiting():
+            assert time.monotonic() < deadline, "the service never said it waits"
+            time.sleep(0.01)
+        assert not _tries(bulk, SHARED, 0.4) and not _tries(bulk, EXCLUSIVE, 0.4)
+    finally:
+        bulk.release(SHARED)
+    _wait_for(marks, "held")
+    assert not _tries(bulk, SHARED, 0.2)  # the service times alone
+    _let_go(service, marks)
+    assert _tries(bulk, EXCLUSIVE, DEADLINE_S) and not bulk.host.priority_waiting()
+
+
+def test_a_priority_reader_overlaps_shared_holders_past_a_waiting_bulk_writer(tmp_path):
+    """A bulk run's writer waits for another runner's shared hold; the service's shared step does not queue
+    behind it."""
+    import threading
+
+    other, other_marks = _holder(tmp_path, SHARED, "other")
+    bulk = GpuGate("0", HostLock(tmp_path / "locks", "0"))
+    writer = threading.Thread(target=lambda: (bulk.acquire(EXCLUSIVE), bulk.release(EXCLUSIVE)))
+    writer.start()
+    try:
+        _wait_until_intent_is_held(tmp_path / "locks" / "gpu-0.intent")
+        service, marks = _holder(tmp_path, SHARED, "service", "priority")  # held beside "other": not queued
+        _let_go(service, marks)
+    finally:
+        _let_go(other, other_marks)
+    writer.join(DEADLINE_S)
+    assert not writer.is_alive()

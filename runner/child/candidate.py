@@ -30,7 +30,7 @@ import sys
 import traceback
 from typing import Any
 
-from runner.child import process
+from runner.child import pinning, process
 from runner.child.classify import classify
 from runner.child.link import LinkError, encode_outputs, receive, send
 from runner.child.steps import Steps, Stop, cloned, fail, import_file, inputs_digest, set_seed
@@ -167,7 +167,8 @@ class Candidate:
 
         self.timed_inputs = inputs = self.steps.inputs(self.module, int(msg["seed"]), stage="timing")
         opts = TimingOptions(**msg["timing"])
-        with torch.no_grad():
+        cpu = msg.get("cpu") if isinstance(msg.get("cpu"), int) else None
+        with torch.no_grad(), pinning.pinned(cpu) as pinned:
             t, flags = self.steps.guarded("timing", "timing ModelNew",
                                           lambda: timing.time_callable(lambda: self.new(*inputs), opts), hold=None)
             seed = int(msg["seed"])
@@ -180,7 +181,7 @@ class Candidate:
                                         inputs, 2 * (t.host_call_ms or t.median_ms) + 1.0, hold=None)
         if timing.faster_on_repeated_inputs(t.repeated_median_ms, t.fresh_median_ms):
             flags.append("faster_on_repeated_inputs")
-        return {"timing": t.to_dict(), "flags": flags, "launches": record}
+        return {"timing": t.to_dict(), "flags": flags, "launches": record, "pinned": pinned}
 
     def _account(self, inputs: list[Any], prefill_ms: float, profile: bool = False) -> dict[str, Any]:
         from runner.child.launches import account

@@ -28,7 +28,7 @@ from typing import Any
 
 from common.hardware import result_device
 from common.settings import CUDA_IPC_ENV, cuda_ipc_wanted
-from runner.child import launches, timing
+from runner.child import launches, pinning, timing
 from runner.child.candidate_client import CandidateProcess, open_for
 from runner.child.compare import compare_outputs, flatten
 from runner.child.reference import NoReference, reference_source
@@ -70,6 +70,7 @@ class Judge:
         self.outputs_complete = True  # every trial run compared every output
         self.autotunes = False
         self.launches: dict[str, Any] = launches.not_checked("the run stopped before the launch check")
+        self.timing_cpu: dict[str, Any] | None = None  # the core the timing threads ran on (runner.pool.cpu_plan)
         self.ipc_wanted = device == "cuda" and cuda_ipc_wanted()
         self.ipc, self.handover = False, "host copies: " + ("not a CUDA job" if device != "cuda" else "not probed")
 
@@ -250,13 +251,15 @@ class Judge:
         ref_opts = opts if opts.method == "cuda_events" else type(opts)(**{**opts.__dict__, "method": "cuda_events"})
         inputs = self.steps.inputs(module, seed, stage="timing")
         self.emit("timing: waiting for the GPU")
+        cpu = pinning.timing_cpu()
         with self.gate.exclusive():
             self.emit("timing: timing ModelNew")
-            answer = self.candidate.request("time", seed=seed, timing=opts.__dict__)
-            with torch.no_grad():
+            answer = self.candidate.request("time", seed=seed, timing=opts.__dict__, cpu=cpu)
+            with torch.no_grad(), pinning.pinned(cpu) as judge_pinned:
                 t_ref, f_ref = self.steps.guarded("timing", "timing Model",
                                                   lambda: timing.time_callable(lambda: model(*inputs), ref_opts),
                                                   hold=None)
+        self.timing_cpu = {"cpu": cpu, "model_new_pinned": answer.get("pinned") is True, "model_pinned": judge_pinned}
         t_new = Timing.from_dict(answer.get("timing"))
         if t_new is None:
             raise fail(ErrorType.RUNTIME_ERROR, "the candidate's timing came back empty")
@@ -353,5 +356,6 @@ def evaluate_program(path: str, options: EvalOptions, device: str, emit: Callabl
                       "judge": {"separate_process": True, "candidate_uid": candidate.uid, "candidate_user": candidate.identity_note,
                                 "reference": "the program's text before the candidate's cut (runner.child.reference)",
                                 "recheck": "fresh values in the timed input tensors, one call",
-                                "outputs_handed_over_as": judge.handover}}
+                                "outputs_handed_over_as": judge.handover},
+                      "timing_cpu": judge.timing_cpu}
     return verdict

@@ -27,7 +27,7 @@ import traceback
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from runner.child import process
+from runner.child import pinning, process
 from runner.child.candidate_client import CandidateProcess, open_for
 from runner.child.classify import error_type_of
 from runner.child.process import die_with_parent, prewarm, resolve_device, set_limits, synchronize
@@ -94,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spec-fd", type=int, required=True, help="pipe carrying the job spec (one JSON line)")
     parser.add_argument("--result-fd", type=int, required=True)
     parser.add_argument("--parent-pid", type=int, required=True)
+    parser.add_argument("--cpus", type=pinning.parse_cpus, help="the job's cores (runner.pool.cpu_plan)")
+    parser.add_argument("--timing-cpu", type=int, help="the core the timing thread moves to")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -101,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.USAGE
     if not die_with_parent(args.parent_pid):
         return ExitCode.ORPHANED
+    pinning.set_plan(args.cpus, args.timing_cpu)  # before any thread or the candidate's process starts
     faulthandler.enable()  # a crash leaves the Python stack on stderr, whose tail the parent keeps
     faulthandler.register(STACKS_SIGNAL, all_threads=True)  # the parent asks for stacks before a timeout kill
     candidate = CandidateProcess(Path(os.getcwd()))  # warms up beside this process

@@ -57,6 +57,20 @@ class GpuGate:
 
     def acquire(self, mode: str, abort: threading.Event | None = None) -> bool:
         """Block until held in `mode`; False (not held) if `abort` is set first."""
+        if self.host is None:
+            return self._acquire(mode, abort)
+        self.host.waiting(True)
+        try:
+            return self._acquire(mode, abort)
+        finally:
+            self.host.waiting(False)
+
+    def _foreign_first(self) -> bool:
+        """This process holds the host lock shared, but another process's waiting job goes first
+        (`HostLock.defer_reader`)."""
+        return self._readers > 0 and self.host is not None and self.host.defer_reader()
+
+    def _acquire(self, mode: str, abort: threading.Event | None) -> bool:
         with self._cond:
             if mode == EXCLUSIVE:
                 self._writers_waiting += 1
@@ -68,7 +82,8 @@ class GpuGate:
                 self._writer = True
                 to_host = self.host is not None
             elif mode == SHARED:
-                if not self._wait(lambda: self._writer or self._writers_waiting or self._host_pending, abort):
+                if not self._wait(lambda: self._writer or self._writers_waiting or self._host_pending
+                                  or self._foreign_first(), abort):
                     return False
                 self._readers += 1
                 to_host = self._host_pending = self._readers == 1 and self.host is not None

@@ -1,13 +1,18 @@
 """One GPU's gate across the processes of a host: a service and a `runner bulk` (or two bulk runs) on one GPU must
 not time beside each other's jobs, and each process has its own `GpuGate`.
 
-`HostLock` is a readers-writer lock on two files per GPU in `TLX_RUNNER_LOCK_DIR` (default
-`<tmp>/tlx-gpu-locks`), with `flock`: `main` is held shared while any job of this process holds its gate shared,
-and exclusive while one times; `intent` makes it prefer writers as the in-process gate does: a writer takes
-`intent` exclusive before it waits for `main`, and a reader passes through `intent` shared before it takes
-`main`, so no new reader of any process starts while a writer waits. The `GpuGate` of a process calls it only
-on its own transitions (first reader in, last reader out, writer in and out), so within a process nothing
-changes. flock locks go with the process: a killed runner holds nothing."""
+`HostLock` is a readers-writer lock on files per GPU in `TLX_RUNNER_LOCK_DIR` (default `<tmp>/tlx-gpu-locks`),
+with `flock`: `main` is held shared while any job of this process holds its gate shared, and exclusive while one
+times; `intent` makes it prefer writers as the in-process gate does: a writer takes `intent` exclusive before it
+waits for `main`, a process's first reader passes through `intent` shared before it takes `main`, and the other
+readers of a process that already holds `main` wait too while another process's writer waits (`defer_reader`),
+so no new reader of any process starts while a writer waits.
+
+`priority` serves the service's re-runs (issue 22: an interactive re-run beside a bulk run should wait for at most
+the steps in flight, not for a queue of bulk jobs): a process made with `priority=True` (`prefer_this_process`,
+called by `runner serve`) holds that file shared while any of its jobs waits for the gate, and then its readers
+skip `intent`; the other processes take no new hold, shared or exclusive, while it is held. flock locks go with
+the process: a killed runner holds nothing."""
 
 from __future__ import annotations
 
@@ -21,18 +26,24 @@ from pathlib import Path
 from common.settings import lock_dir
 
 POLL_S = 0.01
+_preferred = False  # this process's host locks take priority (`prefer_this_process`)
 
 
 class HostLock:
-    def __init__(self, directory: Path, gpu: str) -> None:
+    def __init__(self, directory: Path, gpu: str, priority: bool = False) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         try:
             os.chmod(directory, 0o1777)  # runners of other users share it; each keeps its own files
         except OSError:
             pass
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", gpu or "default")
-        self.paths = (directory / f"gpu-{name}.main", directory / f"gpu-{name}.intent")
-        self._main, self._intent = (os.open(p, os.O_RDWR | os.O_CREAT, 0o666) for p in self.paths)
+        self.paths = tuple(directory / f"gpu-{name}.{kind}" for kind in ("main", "intent", "priority"))
+        self._main, self._intent, self._priority = (os.open(p, os.O_RDWR | os.O_CREAT, 0o666) for p in self.paths)
+        # separate open files to look at the others' locks with (flock on a held descriptor would convert ours)
+        self._intent_probe, self._priority_probe = (os.open(p, os.O_RDWR) for p in self.paths[1:])
+        self.priority = priority
+        self._waiting = 0
+        self._waiting_lock = threading.Lock()
 
     @staticmethod
     def _take(fd: int, kind: int, abort: threading.Event | None) -> bool:
@@ -45,9 +56,47 @@ class HostLock:
                     return False
                 time.sleep(POLL_S)
 
+    @staticmethod
+    def _held_against(probe: int, kind: int) -> bool:
+        """Whether some other open file holds a lock that `kind` conflicts with."""
+        try:
+            fcntl.flock(probe, kind | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(probe, fcntl.LOCK_UN)
+        return False
+
+    def priority_waiting(self) -> bool:
+        """A priority process (not this one) has a job waiting for the gate."""
+        return not self.priority and self._held_against(self._priority_probe, fcntl.LOCK_EX)
+
+    def defer_reader(self) -> bool:
+        """A new reader of this process should wait although this process holds `main`: another process's writer
+        waits (this one's own writers are seen by the in-process gate first), or a priority process's job does."""
+        return self.priority_waiting() or (not self.priority and self._held_against(self._intent_probe, fcntl.LOCK_SH))
+
+    def waiting(self, on: bool) -> None:
+        """A job of this process starts (`on`) or stops waiting for the gate; a priority process says so to the
+        others through its `priority` file while any of its jobs waits."""
+        if not self.priority:
+            return
+        with self._waiting_lock:
+            self._waiting += 1 if on else -1
+            if on and self._waiting == 1:
+                fcntl.flock(self._priority, fcntl.LOCK_SH)
+            elif not on and self._waiting == 0:
+                fcntl.flock(self._priority, fcntl.LOCK_UN)
+
+    def _after_priority(self, abort: threading.Event | None) -> bool:
+        while self.priority_waiting():
+            if abort is not None and abort.is_set():
+                return False
+            time.sleep(POLL_S)
+        return True
+
     def _through_intent(self, kind: int, abort: threading.Event | None) -> bool:
         """`main` in `kind`, passing through `intent` in the same kind (a writer keeps it while it waits)."""
-        if not self._take(self._intent, kind, abort):
+        if not self._after_priority(abort) or not self._take(self._intent, kind, abort):
             return False
         try:
             return self._take(self._main, kind, abort)
@@ -55,6 +104,8 @@ class HostLock:
             fcntl.flock(self._intent, fcntl.LOCK_UN)
 
     def acquire_shared(self, abort: threading.Event | None = None) -> bool:
+        if self.priority:
+            return self._take(self._main, fcntl.LOCK_SH, abort)
         return self._through_intent(fcntl.LOCK_SH, abort)
 
     def acquire_exclusive(self, abort: threading.Event | None = None) -> bool:
@@ -64,11 +115,16 @@ class HostLock:
         fcntl.flock(self._main, fcntl.LOCK_UN)
 
 
+def prefer_this_process() -> None:
+    """This process's GPU gates made from now on take priority over other processes' (the service's re-runs)."""
+    global _preferred
+    _preferred = True
+
+
 def host_lock_for(gpu: str) -> HostLock | None:
     """The host-wide lock of a GPU, or None where the lock folder cannot be made (the gate is then this
     process's alone, as before)."""
     try:
-        return HostLock(lock_dir(), gpu)
+        return HostLock(lock_dir(), gpu, priority=_preferred)
     except OSError:
         return None
-

@@ -34,6 +34,7 @@ from common.settings import CHILD_ENV, RunnerConfig, load_settings
 from runner.options import EvalOptions
 from runner.pool import isolation, jobdirs
 from runner.pool.cgroup import JobCgroup
+from runner.pool.cpu_plan import plan_for
 from runner.pool.isolation import REPO_ROOT
 
 # the child's environment is built from these names only (a prefix such as TORCH_ would pass TORCH_HUB_TOKEN)
@@ -152,8 +153,10 @@ def start_child(options: EvalOptions) -> Child:
         spec_r, spec_w = os.pipe()
         result_r, result_w = os.pipe()
         parent = isolation.INNER_PARENT_PID if iso.isolated else os.getpid()
+        plan = plan_for(options.visible_devices) if options.device != "cpu" else None
         cmd = iso.wrap([sys.executable, "-P", "-m", "runner.child.main", "--spec-fd", str(spec_r), "--result-fd",
-                        str(result_w), "--parent-pid", str(parent)], root, hidden_paths(options), options.write_roots)
+                        str(result_w), "--parent-pid", str(parent), *(plan.argv() if plan else [])],
+                       root, hidden_paths(options), options.write_roots)
         if job_cgroup is not None:
             cmd = job_cgroup.enter_command(cmd)
         proc = subprocess.Popen(cmd, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -45,6 +45,7 @@ from common.row_id import BadRowId, check_row_id
 from common.settings import DEFAULT_PORT, RunnerConfig, load_settings
 from runner.pool import isolation, scrub
 from runner.pool.gate import gates_report
+from runner.pool.host_lock import prefer_this_process
 from runner.pool.slots import Slot, make_slots
 from runner.result import RunResult
 from runner.rows import RowNotFound, StoreUnavailable, load_program, store_identity
@@ -296,6 +297,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"serve: another runner service already uses {runs_dir}", file=sys.stderr)
         return 1
     token = resolve_token(args.host, runs_dir)
+    prefer_this_process()  # a re-run someone waits for goes before a bulk run's next steps on the same GPU
     try:
         slots = make_slots(args.device, args.cpu_workers, triton_cache_dir=str(runs_dir / "triton-cache"),
                            jobs_per_gpu=args.jobs_per_gpu or RunnerConfig.from_env().jobs_per_gpu)
