@@ -11,6 +11,8 @@
     python scripts/bench_runner.py pick --programs sel.jsonl --results DIR/results.jsonl [--correct] --rows 40 --out O
     # a warm service's re-run latency beyond the timing loops, on K correct rows of a finished run
     python scripts/bench_runner.py latency --programs sel.jsonl --results DIR/results.jsonl --rows 5
+    # ... while a bulk pass over other programs shares the GPU (the service's jobs go first)
+    python scripts/bench_runner.py latency --programs sel.jsonl --results R --rows 3 --beside sel.jsonl --out DIR
 
 `run` prints and writes (DIR/summary.json) runs/min, verdict counts, the GPU gate's figures per GPU (busy: some
 job's GPU step or timing held it; timing: a timing stage held it alone), the GPU's own busy fraction (mean of
@@ -280,10 +282,30 @@ def compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _start_beside(args: argparse.Namespace) -> subprocess.Popen | None:
+    """`--beside FILE`: a bulk pass (`run`) over FILE's rows in another process, sharing the GPU with the service;
+    returns once it has finished `--beside-warm` rows (its jobs and spares are warm)."""
+    if args.beside is None:
+        return None
+    out = args.out / "beside"
+    proc = subprocess.Popen([sys.executable, __file__, "run", "--programs", str(args.beside), "--shuffle", "1",
+                             "--budget-s", "3600", "--out", str(out)], stderr=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, cwd=Path(__file__).resolve().parent.parent)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        done = out / "results.jsonl"
+        if done.is_file() and sum(1 for _ in open(done, encoding="utf-8")) >= args.beside_warm:
+            break
+        time.sleep(1)
+    return proc
+
+
 def latency(args: argparse.Namespace) -> int:
     """Start a service, run K correct programs once (cold), then again with force (warm): seconds from submit to
-    verdict beyond the timing loops."""
+    verdict beyond the timing loops; with `--beside`, while a bulk pass shares the GPU (the service's jobs go first:
+    `runner.pool.host_lock`), also the seconds each job waited for the GPU."""
     import secrets
+    import signal
 
     from runner.service.client import RunnerClient
 
@@ -296,6 +318,7 @@ def latency(args: argparse.Namespace) -> int:
     service = subprocess.Popen([sys.executable, "-m", "runner", "serve", "--port", str(args.port), "--device", "cuda",
                                 "--runs-dir", str(runs)], env=env, cwd=Path(__file__).resolve().parent.parent)
     client = RunnerClient(f"http://127.0.0.1:{args.port}", token, timeout=30)
+    beside = _start_beside(args)
     try:
         for _ in range(120):
             try:
@@ -312,14 +335,24 @@ def latency(args: argparse.Namespace) -> int:
                 wall = time.monotonic() - t0
                 r = job["result"] or {}
                 loops = sum((r.get(k) or {}).get("loop_s") or 0.0 for k in ("timing", "ref_timing"))
+                waited = (r.get("phases_s") or {}).get("timing: waiting for the GPU")
                 rows.append({"id": row_id, "attempt": attempt, "status": r.get("status"), "wall_s": round(wall, 2),
-                             "timing_loops_s": round(loops, 2), "beyond_loops_s": round(wall - loops, 2)})
+                             "timing_loops_s": round(loops, 2), "beyond_loops_s": round(wall - loops, 2),
+                             "waited_for_gpu_s": waited, "beside_bulk": beside is not None and beside.poll() is None})
                 print(json.dumps(rows[-1]), flush=True)
     finally:
         service.terminate()
         service.wait(30)
+        if beside is not None:
+            beside.send_signal(signal.SIGINT)  # its summary is written on the way out
+            beside.wait(120)
     warm = [r["beyond_loops_s"] for r in rows if r["attempt"] == "warm" and r["status"] == "ok"]
-    print(json.dumps({"warm_rerun_beyond_timing_loops_s": _quantiles(warm)}, indent=2))
+    summary = {"warm_rerun_beyond_timing_loops_s": _quantiles(warm), "beside": str(args.beside) if args.beside else None}
+    if beside is not None and (args.out / "beside" / "summary.json").is_file():
+        summary["beside_runs_per_min"] = json.loads((args.out / "beside" / "summary.json").read_text())["runs_per_min"]
+    (args.out).mkdir(parents=True, exist_ok=True)
+    (args.out / "latency.json").write_text(json.dumps({"rows": rows, **summary}, indent=2))
+    print(json.dumps(summary, indent=2))
     return 0
 
 
@@ -364,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", type=Path, required=True)
     p.add_argument("--rows", type=int, default=5)
     p.add_argument("--port", type=int, default=8799)
+    p.add_argument("--beside", type=Path, help="programs of a bulk pass run beside the service meanwhile")
+    p.add_argument("--beside-warm", type=int, default=12, help="rows the bulk pass finishes before the first re-run")
     p.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     return {"export": export, "pick": pick, "run": run, "compare": compare, "latency": latency}[args.command](args)

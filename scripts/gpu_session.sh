@@ -14,7 +14,7 @@
 #   2: GPU tests; the embedded sample's rows not yet relabelled under the default profile: those with a label one
 #      job at a time (their timings become labels), those labelled null (failures) with 4 jobs per GPU
 #   3: GPU tests; 40 correct rows of part 1 again with JOBS jobs (run-to-run timing), 12 rows of part 1 one at a
-#      time (verdicts as with overlap?), a warm service's re-run latency
+#      time (verdicts as with overlap?), a warm service's re-run latency while a bulk pass shares the GPU
 #   j: environment and the sandbox's view of the GPU and its isolation (carry .tools: scripts/fetch_bwrap.sh);
 #      GPU tests (the cheat set and the isolation's included); the first ROWS (120)
 #      rows of the shuffled selection with the default jobs per GPU (the separate judge, launches, recheck)
@@ -83,8 +83,10 @@ c)  # calibration: the same 48 rows of the selection with 6, then 4 jobs per GPU
   step "12 rows one at a time"
   bench 120 run --programs "$ST/alone.jsonl" --jobs-per-gpu 1 --budget-s 90 --out "$ST/b4"
   keep b4 alone
-  step "warm service re-run latency"
-  timeout 60 "${BENCH[@]}" latency --programs "$ST/ok.jsonl" --results "$ST/b3/results.jsonl" --rows 3 --out "$ST/b5" 2>&1 | tail -12 | tee -a "$LOG"
+  step "warm service re-run latency, a bulk pass beside it"
+  timeout "${LATENCY_S:-200}" "${BENCH[@]}" latency --programs "$ST/ok.jsonl" --results "$ST/b3/results.jsonl" --rows 3 \
+    --beside var/gpu/sel300.jsonl --out "$ST/b5" 2>&1 | tail -24 | tee -a "$LOG"
+  cp "$ST/b5/latency.json" "$OUTD/latency_beside.json" 2>/dev/null
   ;;
 j)
   environment
