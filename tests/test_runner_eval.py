@@ -617,11 +617,11 @@ def _simulated_cuda(monkeypatch, call_ms: float):
     return fn, calls
 
 
-@pytest.mark.parametrize("call_ms, calls_at_most, samples", [(1400.0, 6, 5), (60.0, 10, 8), (0.1, 123, 100)])
+@pytest.mark.parametrize("call_ms, calls_at_most, samples", [(1400.0, 5, 4), (60.0, 10, 8), (0.1, 123, 100)])
 def test_slow_calls_are_not_called_twice_for_one_sample(monkeypatch, call_ms, calls_at_most, samples):
-    """The GPU's exclusive time bounds a shared GPU's throughput: a 1.4 s call is timed with 6 calls (one warm-up,
-    three side checks that are samples too, two more), not 16; a fast call keeps the full method (3 warm-ups, 20
-    side checks, 100 trials)."""
+    """The GPU's exclusive time bounds a shared GPU's throughput: a 1.4 s call is timed with 5 calls (one warm-up,
+    three side checks that are samples too, one more: its 5 s budget), not 16; a fast call keeps the full method (3
+    warm-ups, 20 side checks, 100 trials)."""
     from runner.child import timing
     from runner.options import TimingOptions
 
@@ -629,6 +629,26 @@ def test_slow_calls_are_not_called_twice_for_one_sample(monkeypatch, call_ms, ca
     t, flags = timing.time_cuda_events(fn, TimingOptions())
     assert calls[0] <= calls_at_most and t.n == samples, (calls[0], t.n)
     assert t.median_ms == pytest.approx(call_ms) and "side_stream_suspect" not in flags
+
+
+def test_autotune_benchmarks_count_the_flush_as_do_bench_does(monkeypatch):
+    """A 10 us config behind a 70 us L2 flush: do_bench sizes its 25 ms of measuring by flush + call (~310
+    calls); sized by the call alone it made 2,500 calls, 8x the GPU's exclusive time."""
+    from runner.child import timing
+
+    fn, calls = _simulated_cuda(monkeypatch, 0.01)
+    clock_fn = timing._perf_counter
+
+    class Flush:
+        def zero_(self) -> None:
+            before = clock_fn()
+            while clock_fn() < before + 0.07e-3:  # advance the fake clock by 70 us through fn's clock
+                fn()
+                calls[0] -= 1
+
+    monkeypatch.setattr(timing, "_flush_buffer", lambda opts: Flush())
+    timing.brief_do_bench(fn, warmup_ms=5.0, rep_ms=25.0)
+    assert 250 < calls[0] < 800, calls[0]  # measured ~310 (+ warm-up ~60 + estimate), not 2,500
 
 
 def test_children_find_the_checkout_without_an_installed_package():
