@@ -344,8 +344,11 @@ def latency(args: argparse.Namespace) -> int:
         service.terminate()
         service.wait(30)
         if beside is not None:
-            beside.send_signal(signal.SIGINT)  # its summary is written on the way out
-            beside.wait(120)
+            try:
+                beside.wait(args.beside_wait_s)  # the pass may finish its rows
+            except subprocess.TimeoutExpired:
+                beside.send_signal(signal.SIGINT)  # its summary is written on the way out
+                beside.wait(120)
     warm = [r["beyond_loops_s"] for r in rows if r["attempt"] == "warm" and r["status"] == "ok"]
     summary = {"warm_rerun_beyond_timing_loops_s": _quantiles(warm), "beside": str(args.beside) if args.beside else None}
     if beside is not None and (args.out / "beside" / "summary.json").is_file():
@@ -399,6 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=8799)
     p.add_argument("--beside", type=Path, help="programs of a bulk pass run beside the service meanwhile")
     p.add_argument("--beside-warm", type=int, default=12, help="rows the bulk pass finishes before the first re-run")
+    p.add_argument("--beside-wait-s", type=float, default=0.0, help="after the re-runs, let the bulk pass finish")
     p.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     return {"export": export, "pick": pick, "run": run, "compare": compare, "latency": latency}[args.command](args)
