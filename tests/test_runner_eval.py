@@ -677,3 +677,50 @@ def test_an_unprivileged_candidate_can_reach_its_job_whatever_the_umask(tmp_path
         os.umask(old)
     assert job.parent.stat().st_mode & 0o777 == 0o711
     assert program.stat().st_mode & 0o777 == 0o644
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as the candidate's unprivileged user")
+@pytest.mark.parametrize("replace", [True, False])
+def test_the_candidate_can_replace_files_in_its_seeded_triton_cache(tmp_path, replace):
+    """A re-run seeds the job's Triton cache with the judge's (root's) copies of the program's entries; Triton,
+    run by the candidate as uid 65534, then replaces files in them (write to a temp folder, os.replace). On the
+    H200 every warm re-run failed there while the cache's folders were sticky; the judge's own folders stay so."""
+    import shutil
+    import tempfile
+
+    from runner.child.candidate_client import open_for
+    from runner.pool import triton_cache
+
+    root = Path(tempfile.mkdtemp(prefix="tlx-seeded-"))  # pytest's tmp_path is root's alone: not for uid 65534
+    os.chmod(root, 0o755)
+    try:
+        _replace_in_seeded_cache(root, replace, open_for, triton_cache)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _replace_in_seeded_cache(root: Path, replace: bool, open_for, triton_cache) -> None:
+    shared, cache = root / "shared" / "sha", root / "job-cache"
+    (shared / "KEY").mkdir(parents=True)
+    (shared / "KEY" / "kernel.source").write_text("old")
+    cache.mkdir()
+    triton_cache.seed(shared, cache)
+    open_for(cache, (65534, 65534), replace=replace)
+    pid = os.fork()
+    if pid == 0:  # the candidate's side: as uid 65534, Triton's FileCacheManager.put
+        code = 1
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            temp = cache / "KEY" / "tmp.pid_1"
+            temp.mkdir()
+            (temp / "kernel.source").write_text("new")
+            code = 2
+            os.replace(temp / "kernel.source", cache / "KEY" / "kernel.source")
+            code = 0
+        except OSError:
+            code += 1  # 2: it could not even write its temp file; 3: the replace was refused
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == (0 if replace else 3)

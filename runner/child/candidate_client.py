@@ -84,16 +84,20 @@ def _no_new_privs() -> None:
         pass
 
 
-def open_for(path: Path, identity: tuple[int, int] | None) -> None:
+def open_for(path: Path, identity: tuple[int, int] | None, replace: bool = False) -> None:
     """Let the candidate's user read `path` (a file, or a folder with all it holds) and write in its folders,
-    whatever the runner's umask made them (on the H200 the runner's files were the owner's alone)."""
+    whatever the runner's umask made them (on the H200 the runner's files were the owner's alone). Folders are
+    sticky (the candidate cannot remove or replace the judge's files) unless `replace`: the job's Triton cache,
+    seeded with the judge's copies of the program's entries, in which Triton replaces files (a sticky cache failed
+    every warm re-run on the H200 with `PermissionError` in `os.replace`)."""
     if identity is None:
         return
     paths = [path] if path.is_file() else [path, *path.rglob("*")]
+    folder_mode = 0o777 if replace else 0o1777
     for p in paths:
         try:
             if not p.is_symlink():
-                os.chmod(p, 0o1777 if p.is_dir() else 0o644)
+                os.chmod(p, folder_mode if p.is_dir() else 0o644)
         except OSError:
             pass
 

@@ -178,7 +178,7 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phas
     tf32 = setup.device_runtime(options, device, gate_hooks=False)  # the judge compiles no Triton kernel
     cache_dir = os.environ.get("TRITON_CACHE_DIR", "")
     if cache_dir:
-        open_for(Path(cache_dir), candidate.identity)
+        open_for(Path(cache_dir), candidate.identity, replace=True)  # the job's own copy (runner.pool.triton_cache)
     guard.install([os.getcwd(), os.path.dirname(os.getcwd()), cache_dir, *options.write_roots])
     verdict = evaluate_program(program, options, device, stage, gate, candidate, cache_dir, tf32)
     flags = setup.runtime_flags(device) + [f"refused: {what}" for what in dict.fromkeys(guard.refused())]
