@@ -103,7 +103,7 @@ def verdicts():
 def test_the_honest_candidate_is_correct_and_unflagged(verdicts):
     r = verdicts["honest"]
     assert r.status == "ok" and not HACK_FLAGS & set(r.flags), (r.message, r.flags)
-    assert r.launches["checked"] and r.launches["triton_launches"] >= 1 and r.launches["triton_share"] > 0.9
+    assert r.launches["checked"] and r.launches["triton_launches"] >= 1 and r.launches["triton_share"] > 0.9, r.launches
     assert r.launches["top_kernels"][0]["name"].startswith("silu_kernel")
     assert r.timing.fresh_median_ms is not None
 
