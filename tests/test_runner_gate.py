@@ -373,7 +373,8 @@ def test_gate_wait_does_not_count_against_the_timeout(tmp_path):
     try:
         warm = evaluate_in_sandbox(runner_program("correct_add"), opts, result_id="warm")
         assert warm.status == "ok", warm.message
-        short = dataclasses.replace(opts, timeout_s=round(1.5 * warm.duration_s + 3.0, 1))
+        # a margin for load that changes between the two jobs (1.5x + 3 s was too little once, at load 10)
+        short = dataclasses.replace(opts, timeout_s=round(2.5 * warm.duration_s + 5.0, 1))
         gate.acquire(EXCLUSIVE)
         threading.Timer(short.timeout_s + 1.0, gate.release, args=(EXCLUSIVE,)).start()
         r = evaluate_in_sandbox(program, short, result_id="waits", gate=gate)

@@ -31,8 +31,15 @@ def service(tmp_path_factory, fixture_store):
     assert svc.stop() == 0, svc.log.read_text()
 
 
-def pair_logged(runs_dir, job_id: str) -> list[dict]:
-    return [r for r in read_results(runs_dir) if (r.get("pair") or {}).get("job_id") == job_id]
+def pair_logged(runs_dir, job_id: str, expect: int = 0, timeout_s: float = 10.0) -> list[dict]:
+    """The logged runs of a pair job; with `expect`, waits up to `timeout_s` for that many (the worker logs a job's
+    runs just after it marks the job done)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        logged = [r for r in read_results(runs_dir) if (r.get("pair") or {}).get("job_id") == job_id]
+        if len(logged) >= expect or time.monotonic() > deadline:
+            return logged
+        time.sleep(0.05)
 
 
 def test_a_pair_job_runs_both_back_to_back_and_logs_both_linked(service):
@@ -56,7 +63,7 @@ def test_a_pair_job_runs_both_back_to_back_and_logs_both_linked(service):
     assert [m["state"] for m in done["members"]] == ["done", "done"]
     assert [(m["status"], m["error_type"]) for m in done["members"]] == [("ok", None), ("failed", "output_mismatch")]
     assert done["members"][0]["row_id"] == "train/000000" and done["members"][1]["program_sha256"] == b["program_sha256"]
-    logged = pair_logged(service.runs_dir, job["id"])
+    logged = pair_logged(service.runs_dir, job["id"], expect=2)
     assert [(r["pair"]["member"], r["pair"]["position"]) for r in logged] == [("a", 0), ("b", 1)]
     assert logged == [a, b]  # each member logged once, as a normal run result
     assert logged[0]["pair"]["partner_id"] == b["program_sha256"] and logged[1]["pair"]["partner_id"] == "train/000000"
