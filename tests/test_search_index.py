@@ -20,6 +20,7 @@ import pytest
 from queries import api
 from queries.search import NO_INDEX_NOTE
 from queries.search_regex import LineRule, line_rule, required_literals
+from queries.search_rewrite import line_patterns
 from queries.store import SEARCH_DIR, SEARCH_INDEX_VERSION, Store
 
 REALWORLD = Path(__file__).resolve().parents[2] / "shared" / "data" / "realworld"
@@ -109,7 +110,11 @@ def test_regexes_equal_a_full_scan_on_real_programs(realworld_store):
     regexes += [r"tl\.dot\(.*allow_tf32", r"BLOCK_SIZE\s*=\s*\d+", r"(?i)triton\.JIT", r"def (forward|__init__)",
                 r"[[:upper:]]odel", r"x{2,}yy", r"\bgrid\b", r"a(bc)+d", r"tl\.(load|store)\(", r"\d{5}",
                 r"^import", r"(?m)^class \w+", r"\)$", r"(?s)def forward.*tl\.load", r"mask[^=]*=", r"\n\n\n",
-                r"return\s+\w+\s*\n\s*\n\s*def", r"\Bel\b", r"z*", r"[\x00-\x20]{3}", r"(?i)K\w+L"]
+                r"return\s+\w+\s*\n\s*\n\s*def", r"\Bel\b", r"z*", r"[\x00-\x20]{3}", r"(?i)K\w+L",
+                r"num_warps\s*=\s*\d+", r"BLOCK_SIZE_[MNK]\s*:\s*tl\.constexpr", r"eviction_policy\s*=\s*.evict_",
+                r"\)\s*:\s*return", r"def\s+forward\(\s*self", r"(mask|other)\s*=\s*\w", r"[^\w\s]\s+import",
+                r"(?s)\(\s*x.{0,40}\)", r"tl\.load\([^)]*\)", r"\bgrid\s*\W\s*\(", r"a{,2}b", r"\s+\b(?i:TL)\.",
+                r"=\D{1,3}\n\s+\w+", r"(?s:.)\s*\n\s*\)", r"\S\s\S\s\S"]
     methods = set()
     for pattern in regexes:
         _check(realworld_store, ids, texts, pattern, regex=True)
@@ -170,6 +175,27 @@ def test_line_rule():
     for anchored in (r"^def", r"x$", r"\Aimport", r"(?m)^class"):  # a line's start is not the text's
         assert line_rule(anchored) == LineRule(sound=False, complete=False), anchored
     assert line_rule(r"\pLabc") == LineRule(sound=False, complete=False)  # Python cannot parse it
+
+
+def test_line_patterns():
+    """Within a line, the rewrite matches what the pattern matches; it never matches a newline; the lines a match
+    across lines starts in are found."""
+    lines = ["num_warps = 4", "num_warps", "num_warps =", "x = 1", "  num_warps\t=  8 ", "a\tb", "é  ", ""]
+    for pattern in (r"num_warps\s*=\s*\d+", r"[^=]+=", r"(?s)a.b", r"a\Wb", r"(?i)NUM_WARPS\s", r"\s+$"[:-1],
+                    r"[\x00-\x20]{2}", r"\D\S", r"x|\n|=\s"):
+        found = line_patterns(pattern)
+        within = pc.match_substring_regex(pa.array(lines), found.within).to_pylist()
+        assert within == pc.match_substring_regex(pa.array(lines), pattern).to_pylist(), pattern
+        assert not pc.match_substring_regex(pa.array(["\n"]), found.within)[0].as_py(), pattern
+        text = "\n".join(lines)
+        for at in [m.start() for m in re.finditer(pattern, text) if "\n" in m.group(0)]:
+            line = text[text.rfind("\n", 0, at) + 1 : text.find("\n", at)]
+            assert pc.match_substring_regex(pa.array([line]), found.starts)[0].as_py(), (pattern, line)
+    found = line_patterns(r"num_warps\s*=\s*\d+")
+    starts = pc.match_substring_regex(pa.array(lines), found.starts).to_pylist()
+    assert starts == [False, True, True, False, False, False, False, False] and found.start_literal == "num_warps"
+    for unknown in (r"a{,3}b", r"[[:alpha:]]\s", r"(?x) a \s b", r"\pL\s"):
+        assert line_patterns(unknown) is None, unknown
 
 
 def test_required_literals():
