@@ -253,3 +253,26 @@ def test_sessions_searching_the_same_text_at_once_read_it_once(fixture_store, mo
     waiter = api.search_code(fixture_store, "tl.store")
     broken.join(timeout=30)
     assert len(errors) == 1 and len(opened) == 2 and not waiter.memoized and waiter.total > 0
+
+
+def test_decompressed_lines_are_kept_within_the_budget_and_freed_with_their_index(realworld_store, tmp_path,
+                                                                                    monkeypatch):
+    import os
+
+    from queries import search, search_index
+
+    ids, texts, _ = _programs(realworld_store)
+    copy = tmp_path / "copy"
+    shutil.copytree(realworld_store, copy)
+    monkeypatch.setattr(search_index, "CACHE_BYTES", search_index._cached + (1 << 17))  # room for a few batches
+    for _ in range(2):  # the second search reads batches kept and batches decompressed again
+        search.forget_searches()
+        _check(copy, ids, texts, "tl.load")
+    index = search_index.open_index(copy)
+    kept = sum(batch.nbytes for batch in index._cache.values())
+    assert 0 < kept <= 1 << 17 and search_index._cached <= search_index.CACHE_BYTES
+    meta = copy / SEARCH_DIR / "index.json"
+    os.utime(meta, (meta.stat().st_atime, meta.stat().st_mtime + 5))  # as a rebuild of the store would
+    before = search_index._cached
+    assert search_index.open_index(copy) is not index
+    assert index._cache is None and search_index._cached == before - kept
