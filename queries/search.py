@@ -273,7 +273,7 @@ def _decided(index: SearchIndex, pattern: str, regex: str | None,
         if "\n" not in pattern and len(pattern) <= LONGEST_LITERAL:
             return index.rows_with_lines([literal_query(pattern, ignore_case)])[0], nothing, ""
         pieces, fold = [pattern], ignore_case
-    elif _matches_empty(regex):  # it matches every text
+    elif _matches_empty(regex):  # an empty text, which has no line, matches it: no line decides
         return nothing, ~nothing, FULL_SCAN_NOTE
     else:
         pieces, fold = required_literals(pattern)

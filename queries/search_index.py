@@ -104,7 +104,8 @@ class SearchIndex:
     def _batch(self, lines: pa.ipc.RecordBatchFileReader, shard: int, i: int) -> pa.StringArray:
         """Batch `i` of a lines file, decompressed: kept while the process's `CACHE_BYTES` allow."""
         global _cached
-        batch = self._cache.get((shard, i)) if self._cache is not None else None
+        cache = self._cache  # None once forgotten, by another thread at any time
+        batch = cache.get((shard, i)) if cache is not None else None
         if batch is None:
             batch = lines.get_batch(i).column(0)
             with _CACHE_LOCK:
@@ -117,7 +118,7 @@ class SearchIndex:
         """Free the decompressed batches kept (the index is no longer among those open)."""
         global _cached
         with _CACHE_LOCK:
-            _cached -= sum(batch.nbytes for batch in self._cache.values())
+            _cached -= sum(batch.nbytes for batch in (self._cache or {}).values())
             self._cache = None
 
     def _shard(self, shard: int) -> tuple[pa.ipc.RecordBatchFileReader, np.ndarray, np.ndarray]:
