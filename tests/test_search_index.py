@@ -275,4 +275,4 @@ def test_decompressed_lines_are_kept_within_the_budget_and_freed_with_their_inde
     os.utime(meta, (meta.stat().st_atime, meta.stat().st_mtime + 5))  # as a rebuild of the store would
     before = search_index._cached
     assert search_index.open_index(copy) is not index
-    assert index._cache is None and search_index._cached == before - kept
+    assert index._cache is None and search_index._cached <= before - kept  # (and any index beyond KEEP_OPEN)
