@@ -2,16 +2,17 @@
 
 With the store's search index (`queries/search_index.py`, an index of each code shard's distinct lines), a literal
 without a newline is answered from it alone: the rows holding a line that contains it are the hits, no program is
-read. So is a regex whose matches cannot span lines (`queries/search_regex.py`: `line_rule`); any other regex
-keeps the hits its lines show and reads only the rows that hold every text it requires (its longest
-`NARROWING_PIECES` literals, split at newlines), as does a literal with a newline. A regex that requires none,
-and a store built before the index (or by another version of it), are searched by a full scan
-(`queries/search_scan.py`, with progress), and the result says so. Matching is always
-`pyarrow.compute.match_substring(_regex)` (linear-time RE2: no catastrophic backtracking), on lines as on whole
-texts, so the index changes how many texts are read, never what is found. Returns the first `limit` matching
-rows in id order with a one-line snippet (plain, and HTML-escaped with the match marked), and the total. Program
-text is not kept; the matching rows (ids and locations) of recent complete searches are, per store build
-(`MEMO_BYTES`).
+read. So is a regex whose matches cannot span lines (`queries/search_regex.py`: `line_rule`). A regex that can
+match a newline (`\\s`, `[^…]`) but has no anchor keeps the hits its lines show (matched without newlines,
+`queries/search_rewrite.py`) and reads only the rows with a line that a match across lines could start in; any
+other pattern (an anchored regex, a literal with a newline) reads only the rows that hold every text it requires
+(its longest `NARROWING_PIECES` literals, split at newlines). All of a search's questions to the index are one
+pass over its lines. A regex that requires none, and a store built before the index (or by another version of
+it), are searched by a full scan (`queries/search_scan.py`, with progress), and the result says so. Matching is
+always RE2's (`pyarrow.compute`: linear-time, no catastrophic backtracking), on lines as on whole texts, so the
+index changes how many texts are read, never what is found. Returns the first `limit` matching rows in id order
+with a one-line snippet (plain, and HTML-escaped with the match marked), and the total. Program text is not
+kept; the matching rows (ids and locations) of recent complete searches are, per store build (`MEMO_BYTES`).
 """
 
 from __future__ import annotations
@@ -32,17 +33,21 @@ from queries.db import connect
 from queries.filters import NO_FILTERS, Filters
 from queries.memo import Memo
 from queries.search_index import SearchIndex, open_index
+from queries.search_lines import LineQuery, literal_query, literal_regex
 from queries.search_regex import line_rule, required_literals
+from queries.search_rewrite import line_patterns
 from queries.search_scan import Group, Scanned, Scanner
 
 MAX_LIMIT = 1000
 MEMO_BYTES = 64 << 20  # matching rows (ids and locations) of recent complete searches, per process
 SNIPPET_CONTEXT = 60
+LONGEST_LITERAL = 100_000  # RE2 cannot compile a literal of ~1M characters: a longer one narrows by its start
 NARROWING_PIECES = 3  # the longest texts a pattern requires that narrow the rows to read (each is a pass of the index)
 _OPEN, _CLOSE = "\x00\x01tlx<", "\x00\x01tlx>"
 RESULT_SCHEMA = pa.schema(
     [("id", pa.string()), ("line", pa.int64()), ("snippet", pa.string()), ("snippet_html", pa.string())]
 )
+FULL_SCAN_NOTE = "the pattern requires no text that narrows the rows to read: searched by full scan"
 NO_INDEX_NOTE = ("this store has no search index that this version reads (built before it existed, or "
                  "damaged): searched by full scan; ingesting it again builds the index")
 
@@ -74,18 +79,11 @@ def _regex_for(pattern: str, ignore_case: bool) -> str:
     return regex
 
 
-def _literal_regex(literal: str) -> str:
-    """An RE2 pattern matching `literal` as it is: every ASCII character but letters, digits and '_' as \\x{..}.
-    RE2 finds a literal 5-30x faster than `match_substring` on program texts (it skips ahead with memchr)."""
-    return "".join(ch if (ch.isascii() and (ch.isalnum() or ch == "_")) or not ch.isascii() else f"\\x{{{ord(ch):x}}}"
-                   for ch in literal)
-
-
 def _matches(texts: pa.Array, pattern: str, regex_or_none: str | None, ignore_case: bool) -> pa.Array:
     if regex_or_none is not None:
         return pc.match_substring_regex(texts, regex_or_none)
     try:
-        return pc.match_substring_regex(texts, ("(?i)" if ignore_case else "") + _literal_regex(pattern))
+        return pc.match_substring_regex(texts, ("(?i)" if ignore_case else "") + literal_regex(pattern))
     except pa.ArrowInvalid:  # a literal too long for RE2's program size limit
         return pc.match_substring(texts, pattern, ignore_case=ignore_case)
 
@@ -174,8 +172,8 @@ def search_code(store: Path | str, pattern: str, regex: bool = False, limit: int
             hits = _Hits.of(scanned)
             method, note = "scan", NO_INDEX_NOTE
         else:
-            hits, scanned, method, note = _indexed(index, scanner, pattern, regex, ignore_case, matcher, allowed,
-                                                   deadline, progress)
+            hits, scanned, method, note = _indexed(index, scanner, pattern, regex_or_none, ignore_case, matcher,
+                                                   allowed, deadline, progress)
         counts = Scanned([], [], [], scanned.rows_read, scanned.complete)  # what is kept of the scan
         return (hits, counts, method, note), hits.nbytes if scanned.complete else None
 
@@ -245,13 +243,13 @@ def _every_group(scanner: Scanner, paths: list[Path]) -> list[Group]:
     return [Group(s, g, None) for s in shards for g in range(len(scanner.group_sizes(s)))]
 
 
-def _indexed(index: SearchIndex, scanner: Scanner, pattern: str, regex: bool, ignore_case: bool, matcher,
+def _indexed(index: SearchIndex, scanner: Scanner, pattern: str, regex: str | None, ignore_case: bool, matcher,
              allowed: pa.Array | None, deadline: float | None, progress) -> tuple[_Hits, Scanned, str, str]:
     """Hits by the index: rows it finds exactly, plus the rows it could not decide, read and verified (or every
     row, saying why)."""
     keep = np.ones(index.rows, bool) if allowed is None else \
         pc.is_in(index.docs["id"], value_set=allowed).to_numpy(zero_copy_only=False)
-    exact, undecided, note = _decided(index, pattern, regex, ignore_case, matcher)
+    exact, undecided, note = _decided(index, pattern, regex, ignore_case)
     exact &= keep
     verify = np.flatnonzero(undecided & keep & ~exact)
     scanned = scanner.scan(_groups_of(index, verify), matcher, deadline, progress)
@@ -262,31 +260,62 @@ def _indexed(index: SearchIndex, scanner: Scanner, pattern: str, regex: bool, ig
     return _Hits.of(scanned, more), scanned, method, note
 
 
-def _decided(index: SearchIndex, pattern: str, regex: bool, ignore_case: bool,
-             matcher) -> tuple[np.ndarray, np.ndarray, str]:
+def _decided(index: SearchIndex, pattern: str, regex: str | None,
+             ignore_case: bool) -> tuple[np.ndarray, np.ndarray, str]:
     """(rows that match, found from the lines alone; rows that may match and must be read; why every row must be
-    read, or ""). A literal without a newline is decided by its lines; so is a regex whose matches all lie within
-    one line. Other patterns are narrowed by the newline-free pieces they require."""
+    read, or ""), from one pass over the index's lines. A literal without a newline is decided by its lines; so
+    is a regex whose matches all lie within one line. A regex that can match a newline keeps what its lines show
+    (`search_rewrite.line_patterns`: `within`) and reads the rows with a line a match across lines can start in
+    (`starts`); other patterns read the rows that hold the newline-free pieces of the texts they require."""
     nothing = np.zeros(index.rows, bool)
-    if not regex:
-        if "\n" not in pattern:
-            return index.rows_with_a_line(matcher, newline_blind=True), nothing, ""
-        exact, pieces, fold = nothing, [pattern], ignore_case
+    within = starts = None
+    if regex is None:
+        if "\n" not in pattern and len(pattern) <= LONGEST_LITERAL:
+            return index.rows_with_lines([literal_query(pattern, ignore_case)])[0], nothing, ""
+        pieces, fold = [pattern], ignore_case
+    elif _matches_empty(regex):  # an empty text, which has no line, matches it: no line decides
+        return nothing, ~nothing, FULL_SCAN_NOTE
     else:
-        rule = line_rule(pattern)
-        exact = index.rows_with_a_line(matcher, newline_blind=rule.complete) if rule.sound else nothing
-        if rule.complete and not matcher(pa.array([""], pa.string()))[0].as_py():
-            return exact, nothing, ""
         pieces, fold = required_literals(pattern)
         fold = fold or ignore_case
-    pieces = sorted({p for literal in pieces for p in literal.split("\n") if p}, key=len, reverse=True)
-    if not pieces:
-        return exact, ~nothing, "the pattern requires no text that narrows the rows to read: searched by full scan"
-    undecided = ~nothing
-    for piece in pieces[:NARROWING_PIECES]:
-        undecided &= index.rows_with_a_line(lambda texts, p=piece: _matches(texts, p, None, fold),
-                                            newline_blind=True)
-    return exact, undecided, ""
+        rule = line_rule(pattern)
+        if rule.complete:
+            return index.rows_with_lines([LineQuery(regex, "" if fold else _longest(pieces))])[0], nothing, ""
+        lines = line_patterns(regex) if rule.sound else None
+        if lines is not None and _runs(lines.within):
+            within = LineQuery(lines.within, "" if fold else _longest(pieces))
+        if lines is not None and _runs(lines.starts) and not _matches_empty(lines.starts):
+            starts = LineQuery(lines.starts, lines.start_literal)
+    narrowing = [starts] if starts else [literal_query(p, fold) for p in _pieces(pieces)[:NARROWING_PIECES]]
+    if not narrowing:
+        return index.rows_with_lines([within])[0] if within else nothing, ~nothing, FULL_SCAN_NOTE
+    found = index.rows_with_lines(([within] if within else []) + narrowing)
+    exact = found.pop(0) if within else nothing
+    return exact, np.logical_and.reduce(found), ""
+
+
+def _pieces(literals: list[str]) -> list[str]:
+    """The newline-free pieces of `literals` (the first `LONGEST_LITERAL` characters of each), longest first."""
+    return sorted({p[:LONGEST_LITERAL] for literal in literals for p in literal.split("\n") if p}, key=len,
+                  reverse=True)
+
+
+def _longest(literals: list[str]) -> str:
+    pieces = _pieces(literals)
+    return pieces[0] if pieces else ""
+
+
+def _matches_empty(regex: str) -> bool:
+    return bool(pc.match_substring_regex(pa.array([""], pa.string()), regex)[0].as_py())
+
+
+def _runs(regex: str) -> bool:
+    """Whether RE2 accepts `regex` (a rewrite can pass its program size limit)."""
+    try:
+        _matches_empty(regex)
+    except pa.ArrowInvalid:
+        return False
+    return True
 
 
 def _groups_of(index: SearchIndex, rows: np.ndarray) -> list[Group]:

@@ -1,19 +1,22 @@
-"""The code search index of a store, read memory-mapped: which rows hold a line that a matcher accepts.
+"""The code search index of a store, read memory-mapped: which rows hold a line that a `LineQuery` matches.
 
-Layout and how it is built: `queries/ingest/search_index.py`. `SearchIndex.rows_with_a_line(matcher)` matches
+Layout and how it is built: `queries/ingest/search_index.py`. `SearchIndex.rows_with_lines(queries)` matches
 every distinct reference's whole lines and every code shard's distinct candidate lines (two threads: Arrow
-releases the GIL while it matches) and marks the rows that hold one the matcher accepts. A program's text is its
-reference's whole lines and its candidate lines (the candidate part starts with the line that holds the cut), so
-for a literal without a newline, or a regex that cannot match one, the rows marked are exactly those whose text
-holds a match. The matcher is the same Arrow function a full scan runs, so the index changes how many texts are
-read, never what is found.
+releases the GIL while it decompresses and matches; each compressed batch is decompressed once for all the
+queries; `queries/search_lines.py` finds the lines in it) and marks, per query, the rows that hold a line it
+matches. A program's text is its reference's whole lines and its candidate lines (the candidate part starts
+with the line that holds the cut), so for a query that cannot match a newline the rows marked are exactly those
+whose text holds a match within one line. Matching is RE2's, as in a full scan, so the index changes how many
+texts are read, never what is found. Decompressing the lines is ~40% of a search's work, so the decompressed
+batches are kept in memory, up to `CACHE_BYTES` for the process (a 601k-row store's lines are 1.1 GB), in the
+order first read and never evicted (a search reads every batch: an evicting cache would lose each before its
+next use); an index that is no longer open (a rebuilt store's old one) frees its batches.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -21,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from queries.search_lines import DENSE_SHARE, LineQuery, matching_lines, matching_texts
 from queries.store import (
     LINES_FILE,
     OFFSETS_FILE,
@@ -33,9 +37,9 @@ from queries.store import (
 )
 
 THREADS = 2
-BLOCK_LINES = 64
-DENSE_SHARE = 0.25  # above this share of blocks matched, every line of the batch is matched (no copy)
-Matcher = Callable[[pa.Array], pa.Array]  # texts -> bool per text
+CACHE_BYTES = 1200 << 20  # decompressed lines kept per process: a 601k-row store's are 1,091 MiB
+_cached = 0  # bytes of decompressed lines kept, over every open index
+_CACHE_LOCK = threading.Lock()
 
 
 class SearchIndex:
@@ -54,6 +58,7 @@ class SearchIndex:
         self.base = {s: int(np.searchsorted(shards, s)) for s in self.shards}  # first row of each shard
         self._arrays: dict[int, tuple[pa.ipc.RecordBatchFileReader, np.ndarray, np.ndarray]] = {}
         self._lock = threading.Lock()
+        self._cache: dict[tuple[int, int], pa.StringArray] | None = {}  # None: forgotten
         for shard in self.shards:  # opened now, so that a damaged index is found before it answers
             self._shard(shard)
 
@@ -61,37 +66,60 @@ class SearchIndex:
     def rows(self) -> int:
         return self.docs.num_rows
 
-    def rows_with_a_line(self, matcher: Matcher, newline_blind: bool) -> np.ndarray:
-        """Bool per row (position in docs): its reference or its candidate part has a line `matcher` accepts.
-        `newline_blind`: the matcher's answer on a line is the same with its newline (a literal without one, a
-        regex that cannot match one), so lines are matched as stored, not copied without it."""
-        ref_hit = np.zeros(self.refs, bool)
-        ref_hit[self.ref_of_line[_accepted(matcher, self.ref_lines)]] = True  # whole lines without their newline
-        hits = ref_hit[self.doc_ref]
+    def rows_with_lines(self, queries: list[LineQuery]) -> list[np.ndarray]:
+        """Per query, bool per row (position in docs): its reference or its candidate part has a line the query
+        matches."""
+        hits = []
+        for query in queries:
+            ref_hit = np.zeros(self.refs, bool)
+            ref_hit[self.ref_of_line[matching_texts(query, self.ref_lines)]] = True  # lines without their newline
+            hits.append(ref_hit[self.doc_ref])
         with ThreadPoolExecutor(THREADS, thread_name_prefix="line-search") as pool:
-            for shard, rows in zip(self.shards, pool.map(lambda s: self._shard_rows(s, matcher, newline_blind),
-                                                                 self.shards),
+            for shard, rows in zip(self.shards, pool.map(lambda s: self._shard_rows(s, queries), self.shards),
                                    strict=True):
-                hits[rows + self.base[shard]] = True
+                for hit, found in zip(hits, rows, strict=True):
+                    hit[found + self.base[shard]] = True
         return hits
 
-    def _shard_rows(self, shard: int, matcher: Matcher, newline_blind: bool) -> np.ndarray:
-        """Rows of `shard` (positions within it, with repeats) whose candidate part has a line `matcher` accepts."""
+    def _shard_rows(self, shard: int, queries: list[LineQuery]) -> list[np.ndarray]:
+        """Per query, the rows of `shard` (positions within it, with repeats) whose candidate part has a line it
+        matches."""
         lines, offsets, postings = self._shard(shard)
-        matched, first = [], 0
-        for i in range(lines.num_record_batches):  # one compressed batch in memory at a time
-            batch = lines.get_batch(i).column(0)
-            matched.append(_accepted_in_blocks(matcher, batch, newline_blind) + first)
+        matched: list[list[np.ndarray]] = [[] for _ in queries]
+        dense = [False] * len(queries)
+        first = 0
+        for i in range(lines.num_record_batches):
+            batch = self._batch(lines, shard, i)
+            for q, query in enumerate(queries):
+                found, share = matching_lines(query, batch, dense[q])
+                matched[q].append(found + first)
+                dense[q] = share > DENSE_SHARE
             first += len(batch)
         if first != len(offsets) - 1:
             raise StoreError(f"{self.store}: search index of code part {shard} is damaged (lines and postings "
                              f"disagree); rebuild the store")
-        matched = np.concatenate(matched) if matched else np.empty(0, np.int64)
-        starts = offsets[matched].astype(np.int64)
-        lengths = offsets[matched + 1].astype(np.int64) - starts
-        firsts = np.cumsum(lengths) - lengths  # where each matched line's rows go in the answer
-        where = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(starts - firsts, lengths)
-        return postings[where].astype(np.int64)
+        return [_rows_of(np.concatenate(found) if found else np.empty(0, np.int64), offsets, postings)
+                for found in matched]
+
+    def _batch(self, lines: pa.ipc.RecordBatchFileReader, shard: int, i: int) -> pa.StringArray:
+        """Batch `i` of a lines file, decompressed: kept while the process's `CACHE_BYTES` allow."""
+        global _cached
+        cache = self._cache  # None once forgotten, by another thread at any time
+        batch = cache.get((shard, i)) if cache is not None else None
+        if batch is None:
+            batch = lines.get_batch(i).column(0)
+            with _CACHE_LOCK:
+                if self._cache is not None and _cached + batch.nbytes <= CACHE_BYTES:
+                    self._cache[shard, i] = batch
+                    _cached += batch.nbytes
+        return batch
+
+    def forget_batches(self) -> None:
+        """Free the decompressed batches kept (the index is no longer among those open)."""
+        global _cached
+        with _CACHE_LOCK:
+            _cached -= sum(batch.nbytes for batch in (self._cache or {}).values())
+            self._cache = None
 
     def _shard(self, shard: int) -> tuple[pa.ipc.RecordBatchFileReader, np.ndarray, np.ndarray]:
         with self._lock:
@@ -105,26 +133,13 @@ class SearchIndex:
             return self._arrays[shard]
 
 
-def _accepted(matcher: Matcher, lines: pa.Array) -> np.ndarray:
-    """Positions of the lines `matcher` accepts."""
-    return np.flatnonzero(matcher(lines).to_numpy(zero_copy_only=False))
-
-
-def _accepted_in_blocks(matcher: Matcher, lines: pa.StringArray, newline_blind: bool) -> np.ndarray:
-    """Positions of the lines (each ending with a newline, one after another in the data) that `matcher` accepts
-    without their newline. Lines are matched BLOCK_LINES at a time as one string first (a match within a line is
-    one within its block: no ^, $ or \\A in the patterns matched here), then one by one in the blocks matched,
-    which saves the matcher's cost per string on the lines of blocks without a match."""
-    offsets = np.frombuffer(lines.buffers()[1], np.int32)[lines.offset : lines.offset + len(lines) + 1]
-    bounds = np.append(offsets[:-1:BLOCK_LINES], offsets[-1]).astype(np.int32)
-    blocks = pa.StringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds), lines.buffers()[2])
-    hit_blocks = _accepted(matcher, blocks)
-    if newline_blind and len(hit_blocks) > DENSE_SHARE * len(blocks):  # most lines to match: all, in place
-        return _accepted(matcher, lines)
-    candidates = (hit_blocks[:, None] * BLOCK_LINES + np.arange(BLOCK_LINES)).ravel()
-    candidates = candidates[candidates < len(lines)]
-    taken = lines.take(pa.array(candidates))
-    return candidates[_accepted(matcher, taken if newline_blind else pc.utf8_rtrim(taken, characters="\n"))]
+def _rows_of(lines: np.ndarray, offsets: np.ndarray, postings: np.ndarray) -> np.ndarray:
+    """The rows (with repeats) holding the lines at positions `lines`."""
+    starts = offsets[lines].astype(np.int64)
+    lengths = offsets[lines + 1].astype(np.int64) - starts
+    firsts = np.cumsum(lengths) - lengths  # where each line's rows go in the answer
+    where = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(starts - firsts, lengths)
+    return postings[where].astype(np.int64)
 
 
 def _whole_lines(texts: pa.Array) -> tuple[pa.Array, np.ndarray]:
@@ -158,8 +173,9 @@ def open_index(store: Path) -> SearchIndex | None:
         return None
     with _OPEN_LOCK:
         if key not in _OPEN:
-            while len(_OPEN) >= KEEP_OPEN:  # a rebuilt store's old index goes, in time
-                _OPEN.pop(next(iter(_OPEN)))
+            for old in [k for k in _OPEN if k[0] == key[0]] + list(_OPEN)[: max(0, len(_OPEN) + 1 - KEEP_OPEN)]:
+                if old in _OPEN:  # a rebuilt store's old index goes, and the oldest beyond KEEP_OPEN
+                    _OPEN.pop(old).forget_batches()
             try:
                 _OPEN[key] = SearchIndex(Path(store))
             except (OSError, ValueError, KeyError, pa.ArrowException):

@@ -47,6 +47,13 @@ def line_rule(pattern: str) -> LineRule:
     return LineRule(not found["anchor"], not found["anchor"] and not found["newline"])
 
 
+def may_match_newline(items: list, dotall: bool) -> bool:
+    """Whether parsed `items` can match a newline (conservatively: anything unknown can)."""
+    found = {"anchor": False, "newline": False}
+    _walk(items, dotall, found)
+    return found["newline"]
+
+
 def _walk(items: list, dotall: bool, found: dict) -> None:
     """Note in `found` whether `items` hold an anchor other than a word boundary, and whether they can match a
     newline."""
@@ -99,10 +106,14 @@ def required_literals(pattern: str) -> tuple[list[str], bool]:
     flags = parsed.state.flags
     if flags & ~_NEUTRAL_FLAGS:
         return [], False
+    return literal_runs(list(parsed)), bool(flags & sre.SRE_FLAG_IGNORECASE)
+
+
+def literal_runs(items: list) -> list[str]:
+    """The runs of literal characters every match of parsed `items` goes through, longest first."""
     runs: list[str] = []
-    _collect(list(parsed), runs)
-    literals = sorted({run for run in runs if run}, key=lambda r: (-len(r), r))
-    return literals, bool(flags & sre.SRE_FLAG_IGNORECASE)
+    _collect(items, runs)
+    return sorted({run for run in runs if run}, key=lambda r: (-len(r), r))
 
 
 def _collect(items: list, runs: list[str]) -> None:

@@ -13,6 +13,7 @@ import json
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,8 @@ SEARCH_INDEX_VERSION = 2  # of the files under SEARCH_DIR; another version (1: t
 LOCATION_COLUMNS = ("code_shard", "code_rg")  # where a row's text is: code part, row group within it
 # columns a store of this schema version may lack (built before them): readers treat them as "not checked"
 OPTIONAL_COLUMNS = ("static_flags",)
+READ_THREADS = 2  # row groups read at once by `Store.programs`
+READ_AHEAD = 8  # row groups read ahead of the caller by `Store.programs` (bounds memory)
 
 INDEX_SCHEMA = pa.schema([
     ("id", pa.string()), ("split", pa.string()), ("row", pa.int64()), ("source_file", pa.string()),
@@ -142,14 +145,18 @@ class Store:
         by_group: dict[tuple[int, int], list[str]] = {}
         for row_id, shard, group in locations:
             by_group.setdefault((int(shard), int(group)), []).append(row_id)
-        for (shard, group), ids in sorted(by_group.items()):
-            table = self._row_group(shard, group)
-            texts = dict(zip(table["id"].to_pylist(), table["x"].to_pylist(), strict=True))
-            for row_id in ids:
-                if row_id not in texts:
-                    raise StoreError(f"{self.code_path(shard)}: row group {group} does not hold {row_id!r}; "
-                                     "rebuild the store")
-                yield row_id, texts[row_id]
+        groups = sorted(by_group)
+        with ThreadPoolExecutor(READ_THREADS, thread_name_prefix="program-read") as pool:  # pyarrow frees the GIL
+            for start in range(0, len(groups), READ_AHEAD):
+                window = groups[start : start + READ_AHEAD]
+                for (shard, group), table in zip(window, pool.map(lambda g: self._row_group(*g), window),
+                                                 strict=True):
+                    where = {row_id: i for i, row_id in enumerate(table["id"].to_pylist())}
+                    for row_id in by_group[shard, group]:
+                        if row_id not in where:
+                            raise StoreError(f"{self.code_path(shard)}: row group {group} does not hold "
+                                             f"{row_id!r}; rebuild the store")
+                        yield row_id, table["x"][where[row_id]].as_py()  # only the programs asked for
 
     def _row_group(self, shard: int, group: int) -> pa.Table:
         """Row group `group` (id, x) of code part `shard`; its footer is read once per `Store`."""

@@ -7,7 +7,8 @@ index, the verification, the snippets; the page cache and the index's mappings w
 more as the page would repeat it (memoized: the matching rows remembered, the snippets read again). The table
 gives per pattern the total of matching rows, how it was answered (`index`, `index + verify`, `scan`), the
 programs read, the median and slowest computed time and the memoized time; then p95 over all the literal runs (case kept, then ignored) and all the regex runs, computed and memoized. Also:
-the search index's files against the code shards (bytes) and its build seconds (from `search/index.json`).
+the search index's files against the code shards (bytes) and its build seconds (from `search/index.json`), and
+the peak RSS of the process (the index keeps its decompressed lines in memory).
 Prints a Markdown table with the machine, the date, the load and the command.
 """
 
@@ -17,6 +18,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import sys
 import time
@@ -86,6 +88,8 @@ def main() -> None:
     print(f"store {args.store}: {meta['docs']:,} rows, {meta['refs']:,} distinct references; index "
           f"{index / 1e6:,.0f} MB = {index / code:.0%} of the code shards' {code / 1e6:,.0f} MB; built in "
           f"{meta['seconds']:.1f} s")
+    print(f"peak RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB (the index's "
+          f"decompressed lines kept: queries/search_index.py, CACHE_BYTES)")
     print(f"command: python scripts/bench_search.py --store {args.store} --repeat {args.repeat} --limit {args.limit}")
     print()
     print("| pattern | kind | matching rows | answered by | programs read | computed median ms | max ms | memoized ms |")

@@ -20,6 +20,7 @@ import pytest
 from queries import api
 from queries.search import NO_INDEX_NOTE
 from queries.search_regex import LineRule, line_rule, required_literals
+from queries.search_rewrite import line_patterns
 from queries.store import SEARCH_DIR, SEARCH_INDEX_VERSION, Store
 
 REALWORLD = Path(__file__).resolve().parents[2] / "shared" / "data" / "realworld"
@@ -109,7 +110,11 @@ def test_regexes_equal_a_full_scan_on_real_programs(realworld_store):
     regexes += [r"tl\.dot\(.*allow_tf32", r"BLOCK_SIZE\s*=\s*\d+", r"(?i)triton\.JIT", r"def (forward|__init__)",
                 r"[[:upper:]]odel", r"x{2,}yy", r"\bgrid\b", r"a(bc)+d", r"tl\.(load|store)\(", r"\d{5}",
                 r"^import", r"(?m)^class \w+", r"\)$", r"(?s)def forward.*tl\.load", r"mask[^=]*=", r"\n\n\n",
-                r"return\s+\w+\s*\n\s*\n\s*def", r"\Bel\b", r"z*", r"[\x00-\x20]{3}", r"(?i)K\w+L"]
+                r"return\s+\w+\s*\n\s*\n\s*def", r"\Bel\b", r"z*", r"[\x00-\x20]{3}", r"(?i)K\w+L",
+                r"num_warps\s*=\s*\d+", r"BLOCK_SIZE_[MNK]\s*:\s*tl\.constexpr", r"eviction_policy\s*=\s*.evict_",
+                r"\)\s*:\s*return", r"def\s+forward\(\s*self", r"(mask|other)\s*=\s*\w", r"[^\w\s]\s+import",
+                r"(?s)\(\s*x.{0,40}\)", r"tl\.load\([^)]*\)", r"\bgrid\s*\W\s*\(", r"a{,2}b", r"\s+\b(?i:TL)\.",
+                r"=\D{1,3}\n\s+\w+", r"(?s:.)\s*\n\s*\)", r"\S\s\S\s\S"]
     methods = set()
     for pattern in regexes:
         _check(realworld_store, ids, texts, pattern, regex=True)
@@ -172,6 +177,27 @@ def test_line_rule():
     assert line_rule(r"\pLabc") == LineRule(sound=False, complete=False)  # Python cannot parse it
 
 
+def test_line_patterns():
+    """Within a line, the rewrite matches what the pattern matches; it never matches a newline; the lines a match
+    across lines starts in are found."""
+    lines = ["num_warps = 4", "num_warps", "num_warps =", "x = 1", "  num_warps\t=  8 ", "a\tb", "é  ", ""]
+    for pattern in (r"num_warps\s*=\s*\d+", r"[^=]+=", r"(?s)a.b", r"a\Wb", r"(?i)NUM_WARPS\s", r"\s+$"[:-1],
+                    r"[\x00-\x20]{2}", r"\D\S", r"x|\n|=\s"):
+        found = line_patterns(pattern)
+        within = pc.match_substring_regex(pa.array(lines), found.within).to_pylist()
+        assert within == pc.match_substring_regex(pa.array(lines), pattern).to_pylist(), pattern
+        assert not pc.match_substring_regex(pa.array(["\n"]), found.within)[0].as_py(), pattern
+        text = "\n".join(lines)
+        for at in [m.start() for m in re.finditer(pattern, text) if "\n" in m.group(0)]:
+            line = text[text.rfind("\n", 0, at) + 1 : text.find("\n", at)]
+            assert pc.match_substring_regex(pa.array([line]), found.starts)[0].as_py(), (pattern, line)
+    found = line_patterns(r"num_warps\s*=\s*\d+")
+    starts = pc.match_substring_regex(pa.array(lines), found.starts).to_pylist()
+    assert starts == [False, True, True, False, False, False, False, False] and found.start_literal == "num_warps"
+    for unknown in (r"a{,3}b", r"[[:alpha:]]\s", r"(?x) a \s b", r"\pL\s"):
+        assert line_patterns(unknown) is None, unknown
+
+
 def test_required_literals():
     assert required_literals(r"tl\.dot\(.*allow_tf32") == (["allow_tf32", "tl.dot("], False)
     assert required_literals(r"(?i)abc(de|fg)hij") == (["abc", "hij"], True)
@@ -227,3 +253,26 @@ def test_sessions_searching_the_same_text_at_once_read_it_once(fixture_store, mo
     waiter = api.search_code(fixture_store, "tl.store")
     broken.join(timeout=30)
     assert len(errors) == 1 and len(opened) == 2 and not waiter.memoized and waiter.total > 0
+
+
+def test_decompressed_lines_are_kept_within_the_budget_and_freed_with_their_index(realworld_store, tmp_path,
+                                                                                    monkeypatch):
+    import os
+
+    from queries import search, search_index
+
+    ids, texts, _ = _programs(realworld_store)
+    copy = tmp_path / "copy"
+    shutil.copytree(realworld_store, copy)
+    monkeypatch.setattr(search_index, "CACHE_BYTES", search_index._cached + (1 << 17))  # room for a few batches
+    for _ in range(2):  # the second search reads batches kept and batches decompressed again
+        search.forget_searches()
+        _check(copy, ids, texts, "tl.load")
+    index = search_index.open_index(copy)
+    kept = sum(batch.nbytes for batch in index._cache.values())
+    assert 0 < kept <= 1 << 17 and search_index._cached <= search_index.CACHE_BYTES
+    meta = copy / SEARCH_DIR / "index.json"
+    os.utime(meta, (meta.stat().st_atime, meta.stat().st_mtime + 5))  # as a rebuild of the store would
+    before = search_index._cached
+    assert search_index.open_index(copy) is not index
+    assert index._cache is None and search_index._cached <= before - kept  # (and any index beyond KEEP_OPEN)
