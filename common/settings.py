@@ -128,6 +128,7 @@ class Settings:
     duckdb_threads: int
     duckdb_memory: str
     query_timeout_s: float
+    search_cache_mb: int  # decompressed search-index lines a process keeps (queries.search_index)
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
@@ -147,4 +148,5 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         duckdb_threads=int(env.get("TLX_DUCKDB_THREADS", "2")),
         duckdb_memory=env.get("TLX_DUCKDB_MEMORY", "2GB"),
         query_timeout_s=float(env.get("TLX_QUERY_TIMEOUT_S", "10")),
+        search_cache_mb=int(env.get("TLX_SEARCH_CACHE_MB", "1200")),
     )

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from common.settings import load_settings
 from queries.search_lines import DENSE_SHARE, LineQuery, matching_lines, matching_texts
 from queries.store import (
     LINES_FILE,
@@ -37,7 +38,8 @@ from queries.store import (
 )
 
 THREADS = 2
-CACHE_BYTES = 1200 << 20  # decompressed lines kept per process: a 601k-row store's are 1,091 MiB
+# decompressed lines kept per process (TLX_SEARCH_CACHE_MB, default 1,200): a 601k-row store's are 1,091 MiB
+CACHE_BYTES = max(load_settings().search_cache_mb, 0) << 20
 _cached = 0  # bytes of decompressed lines kept, over every open index
 _CACHE_LOCK = threading.Lock()
 

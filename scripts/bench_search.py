@@ -89,7 +89,7 @@ def main() -> None:
           f"{index / 1e6:,.0f} MB = {index / code:.0%} of the code shards' {code / 1e6:,.0f} MB; built in "
           f"{meta['seconds']:.1f} s")
     print(f"peak RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB (the index's "
-          f"decompressed lines kept: queries/search_index.py, CACHE_BYTES)")
+          f"decompressed lines kept: queries/search_index.py, CACHE_BYTES, TLX_SEARCH_CACHE_MB)")
     print(f"command: python scripts/bench_search.py --store {args.store} --repeat {args.repeat} --limit {args.limit}")
     print()
     print("| pattern | kind | matching rows | answered by | programs read | computed median ms | max ms | memoized ms |")
