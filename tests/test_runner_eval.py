@@ -170,6 +170,7 @@ def verdicts(tmp_path_factory) -> dict[str, object]:
     cost no CPU)."""
     work = tmp_path_factory.mktemp("jobs")
     pid_file = tmp_path_factory.mktemp("grandchild") / "pid"
+    os.chmod(pid_file.parent, 0o777)  # the candidate may run as uid 65534 (its job's folders reachable by it)
     os.environ["TLX_TEST_SECRET"] = "hunter2"  # must not reach the sandbox (see "env" below)
     jobs = {name: (runner_program(name), 5.0 if name == "timeout_hang" else 60.0) for name in EXPECTED}
     # generous: the timeout counts from the job's start, and under load (four jobs at once on two cores, beside
@@ -329,7 +330,8 @@ def test_a_job_runs_in_the_waiting_spare(tmp_path):
 
 
 def test_hang_is_killed_with_its_process_tree(verdicts):
-    assert verdicts["grandchild"].error_type == ErrorType.TIMEOUT.value
+    r = verdicts["grandchild"]
+    assert r.error_type == ErrorType.TIMEOUT.value, (r.message, r.traceback)
     tag = verdicts["_grandchild_tag"]
     assert tag, "the program did not get to start its grandchild"
     deadline = time.monotonic() + 5
