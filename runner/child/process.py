@@ -49,6 +49,9 @@ def prewarm(with_triton: bool) -> None:
         pass
 
 
+NPROC_BACKSTOP_FACTOR = 4  # the user's task limit: this many times the job's process limit beyond its count
+
+
 def _user_tasks(uid: int) -> int:
     """Threads of all processes of `uid` (what RLIMIT_NPROC counts)."""
     total = 0
@@ -79,8 +82,10 @@ def set_limits(options: EvalOptions, device: str) -> None:
     _limit(resource.RLIMIT_FSIZE, options.file_size_limit_bytes)
     cpu_s = int(options.timeout_s * max(2, os.cpu_count() or 1)) + 30  # backstop; the parent's clock rules
     _limit(resource.RLIMIT_CPU, cpu_s)
-    if os.getuid() != 0:
-        _limit(resource.RLIMIT_NPROC, _user_tasks(os.getuid()) + options.nproc_extra)
+    if os.getuid() != 0:  # a backstop: the parent's count of the job's processes (nproc_extra) stops it first.
+        # RLIMIT_NPROC counts every task of the user on the host, and other jobs' candidates share the uid: with
+        # only nproc_extra of room, their new threads kept a fork bomb under the parent's limit until its timeout
+        _limit(resource.RLIMIT_NPROC, _user_tasks(os.getuid()) + NPROC_BACKSTOP_FACTOR * options.nproc_extra)
     if device == "cpu":  # CUDA maps large private regions; there the parent's RSS watchdog is the limit
         _limit(resource.RLIMIT_DATA, options.memory_limit_bytes)
 
