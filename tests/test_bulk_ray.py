@@ -20,7 +20,7 @@ import pytest
 from runner.bulk import command
 from runner.result import RunResult
 from tests.fixtures import program
-from tests.test_bulk import GOOD, REPO, WRONG, by_row, make_store, sandbox_children_in
+from tests.test_bulk import GOOD, REPO, WRONG, by_row, found, make_store, sandbox_children_in
 
 # an honest program, only slow: it says it is running (a file in its sandbox folder, its cwd), then sleeps long
 # enough for the test to find and kill the Ray worker that runs it
@@ -92,7 +92,7 @@ def test_a_killed_ray_workers_row_is_done_once(tmp_path):
     runs, tmp = tmp_path / "runs", tmp_path / "tmp"
     tmp.mkdir()
     proc = start_bulk(store, runs, tmp)
-    marker = poll(lambda: next(tmp.glob("**/victim-started"), None), 240, "the victim never started", proc)
+    marker = poll(lambda: next(iter(found(tmp, "**/victim-started")), None), 240, "the victim never started", proc)
     job = marker.parent  # the victim's own process works there; the Ray worker that runs it is above it
     victim = poll(lambda: processes_in(job), 10, "the victim's process is gone before the kill", proc)[0]
     worker = ray_worker_of(victim)
