@@ -11,6 +11,7 @@
 | `TLX_RUNNER_PREWARM` | `0`/`false`/`no`/`off`: no pre-warmed spare children | on |
 | `TLX_RUNNER_CPU_THREADS` | torch CPU threads in a CUDA job (read inside the child) | min(4, cores / 4) |
 | `TLX_RUNNER_PIN_TIMING` | `0`/`false`/`no`/`off`: no core kept for each GPU's timing thread (`runner.pool.cpu_plan`) | on |
+| `TLX_RUNNER_REUSE_REFERENCE_TIMING` | `0`/`false`/`no`/`off`: a bulk run times Model in every job (`runner.pool.reference_timings`) | on |
 
 Standard library only (the explorer, the runner and the sandboxed child import it).
 """
@@ -35,6 +36,7 @@ HOST_BYTES_PER_JOB = 8 << 30  # the judge, the candidate and their spares' two p
 URL_ENV, TOKEN_ENV = "TLX_RUNNER_URL", "TLX_RUNNER_TOKEN"
 JOBS_PER_GPU_ENV, PREWARM_ENV, CPU_THREADS_ENV = "TLX_RUNNER_JOBS_PER_GPU", "TLX_RUNNER_PREWARM", "TLX_RUNNER_CPU_THREADS"
 PIN_TIMING_ENV = "TLX_RUNNER_PIN_TIMING"  # runner.pool.cpu_plan
+REUSE_REFERENCE_ENV = "TLX_RUNNER_REUSE_REFERENCE_TIMING"  # runner.bulk.backends
 CANDIDATE_UID_ENV = "TLX_RUNNER_CANDIDATE_UID"  # read by the judge (runner.child.candidate_client)
 LOCK_DIR_ENV = "TLX_RUNNER_LOCK_DIR"  # the GPU gates' lock files, shared by the host's runners (runner.pool.host_lock)
 CUDA_IPC_ENV = "TLX_RUNNER_CUDA_IPC"  # read by the judge (runner.child.evaluate): 0 sends outputs as host bytes
@@ -97,6 +99,7 @@ class RunnerConfig:
     prewarm: bool = True
     cpu_threads: int | None = None  # None: min(4, cores / 4)
     pin_timing: bool = True  # a core per GPU for its timing thread (runner.pool.cpu_plan)
+    reuse_reference_timing: bool = True  # bulk runs time Model once per reference text and GPU
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RunnerConfig:
@@ -108,6 +111,7 @@ class RunnerConfig:
             prewarm=env.get(PREWARM_ENV, "1").strip().lower() not in _OFF,
             cpu_threads=_positive_int(env.get(CPU_THREADS_ENV), 0) or None,
             pin_timing=env.get(PIN_TIMING_ENV, "1").strip().lower() not in _OFF,
+            reuse_reference_timing=env.get(REUSE_REFERENCE_ENV, "1").strip().lower() not in _OFF,
         )
 
     def child_cpu_threads(self) -> int:

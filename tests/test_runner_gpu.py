@@ -244,3 +244,25 @@ def test_brief_autotune_benchmark_agrees_with_tritons():
     calls.clear()
     brief_do_bench(slow, quantiles=q, warmup_ms=5.0, rep_ms=25.0)
     assert len(calls) >= MIN_REPS + 1 + 3  # the first call, the estimate, then at least MIN_REPS measured
+
+
+def test_a_bulk_run_times_model_once_per_reference():
+    """Two rows with one reference text (their candidates differ): the second reuses the first's Model timing and
+    says where it came from; without reuse (the service's way) Model is timed again."""
+    from runner.pool.oom_rerun import evaluate_on_slot
+    from runner.pool.reference_timings import REUSED_FLAG
+    from runner.pool.slots import make_slots
+    from runner.spec import RunSpec
+
+    slot = make_slots("cuda", gpus=["gpu"], jobs_per_gpu=1)[0]
+    program = CORRECT.replace("torch.randn(64)", "torch.randn((1 << 20) + 7)")
+    runs = [evaluate_on_slot(program + f"\n# {i}\n", RunSpec("cuda", 120, 2), slot, result_id=f"ref-{i}", row_id=str(i),
+                             reuse_reference_timing=i < 2) for i in range(3)]
+    assert [r.status for r in runs] == ["ok"] * 3, [r.message for r in runs]
+    first, second, fresh = runs
+    assert REUSED_FLAG not in first.flags and first.method["reference_timing"] == "measured in this run"
+    assert REUSED_FLAG in second.flags and second.ref_timing == first.ref_timing
+    assert second.method["reference_timing"]["reused_from"]["result_id"] == "ref-0"
+    assert second.speedup == pytest.approx(first.ref_timing.median_ms / second.timing.median_ms)
+    assert "timing: timing Model" not in second.phases_s or second.phases_s["timing: timing Model"] < 0.05
+    assert REUSED_FLAG not in fresh.flags and fresh.ref_timing != first.ref_timing

@@ -19,12 +19,20 @@ from pathlib import Path
 from typing import Any
 
 from common.hardware import CPU_LABEL
+from common.settings import RunnerConfig
 from runner.pool.oom_rerun import evaluate_on_slot
 from runner.pool.slots import Slot, detect_gpus
 from runner.result import RunResult
 from runner.spec import RunSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # runner/bulk/backends.py
+
+
+def bulk_evaluate(program: str, spec: RunSpec, slot: Slot, **kw: Any) -> RunResult:
+    """`evaluate_on_slot` as a bulk run uses it: Model timed once per reference text and GPU unless
+    `TLX_RUNNER_REUSE_REFERENCE_TIMING=0` (`runner.pool.reference_timings`)."""
+    return evaluate_on_slot(program, spec, slot, reuse_reference_timing=RunnerConfig.from_env().reuse_reference_timing,
+                            **kw)
 
 
 @dataclass(frozen=True)
@@ -43,9 +51,9 @@ class LocalBackend:
 
     name = "local"
 
-    def __init__(self, slots: list[Slot], evaluate: Callable[..., RunResult] = evaluate_on_slot):
+    def __init__(self, slots: list[Slot], evaluate: Callable[..., RunResult] | None = None):
         self.slots = slots
-        self.evaluate = evaluate
+        self.evaluate = evaluate or bulk_evaluate
         self.device = slots[0].device
         self.capacity = len(slots)
 
@@ -114,7 +122,7 @@ def _ray_evaluate(program: str, spec: RunSpec, result_id: str, row_id: str,
                   triton_cache_dir: str | None) -> RunResult:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "") if spec.device == "cuda" else ""
     slot = Slot("ray", spec.device, visible, triton_cache_dir=triton_cache_dir)
-    return evaluate_on_slot(program, spec, slot, result_id=result_id, row_id=row_id)
+    return bulk_evaluate(program, spec, slot, result_id=result_id, row_id=row_id)
 
 
 def _ray_gpu_name() -> str:

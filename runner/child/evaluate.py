@@ -35,6 +35,7 @@ from runner.child.reference import NoReference, reference_source
 from runner.child.steps import Steps, Stop, fail, import_file, inputs_digest
 from runner.options import EvalOptions
 from runner.pool.gate import EXCLUSIVE, NO_GATE, SHARED, ChildGate
+from runner.pool.reference_timings import REUSED_FLAG
 from runner.profiles import LADDER
 from runner.result import ErrorType, OutputDiff, RunResult
 
@@ -53,8 +54,9 @@ def _nbytes(leaves: list[Any]) -> int:
 
 class Judge:
     def __init__(self, path: str, options: EvalOptions, device: str, emit: Callable[[str], None],
-                 gate: ChildGate, candidate: CandidateProcess) -> None:
+                 gate: ChildGate, candidate: CandidateProcess, reference_timing: dict[str, Any] | None = None) -> None:
         self.path, self.options, self.device = path, options, device
+        self.reference_timing = reference_timing  # Model's timing measured by an earlier job (`runner.pool.reference_timings`)
         self.candidate = candidate
 
         def emit(text: str, _emit: Callable[[str], None] = emit) -> None:
@@ -240,25 +242,37 @@ class Judge:
     def take_launches(self, record: Any) -> None:
         self.launches = record if isinstance(record, dict) else launches.not_checked("no launch record came back")
 
-    def time_both(self, module: Any, model: Any) -> RunResult:
-        """Time ModelNew (in its process), then Model (here), holding the GPU's exclusive gate."""
+    def time_reference(self, model: Any, inputs: Any, opts: Any) -> tuple[Any, list[str]]:
+        """Model's timing and flags: measured here (the GPU held alone), or the one an earlier job of a bulk run
+        measured for the same reference text, settings and GPU (`runner.pool.reference_timings`)."""
         import torch
 
         from runner.result import Timing
 
+        reused = Timing.from_dict((self.reference_timing or {}).get("timing"))
+        if reused is not None:
+            self.flags.append(REUSED_FLAG)
+            return reused, [str(f) for f in self.reference_timing.get("flags") or []]
+        ref_opts = opts if opts.method == "cuda_events" else type(opts)(**{**opts.__dict__, "method": "cuda_events"})
+        with torch.no_grad():
+            return self.steps.guarded("timing", "timing Model",
+                                      lambda: timing.time_callable(lambda: model(*inputs), ref_opts), hold=None)
+
+    def time_both(self, module: Any, model: Any) -> RunResult:
+        """Time ModelNew (in its process), then Model (here, unless its timing is reused), holding the GPU's
+        exclusive gate."""
+        from runner.result import Timing
+
         seed = self.options.seed + TIMING_SEED_OFFSET
         opts = self.options.timing
-        ref_opts = opts if opts.method == "cuda_events" else type(opts)(**{**opts.__dict__, "method": "cuda_events"})
         inputs = self.steps.inputs(module, seed, stage="timing")
         self.emit("timing: waiting for the GPU")
         cpu = pinning.timing_cpu()
         with self.gate.exclusive():
             self.emit("timing: timing ModelNew")
             answer = self.candidate.request("time", seed=seed, timing=opts.__dict__, cpu=cpu)
-            with torch.no_grad(), pinning.pinned(cpu) as judge_pinned:
-                t_ref, f_ref = self.steps.guarded("timing", "timing Model",
-                                                  lambda: timing.time_callable(lambda: model(*inputs), ref_opts),
-                                                  hold=None)
+            with pinning.pinned(cpu) as judge_pinned:
+                t_ref, f_ref = self.time_reference(model, inputs, opts)
         self.timing_cpu = {"cpu": cpu, "model_new_pinned": answer.get("pinned") is True, "model_pinned": judge_pinned}
         t_new = Timing.from_dict(answer.get("timing"))
         if t_new is None:
@@ -330,8 +344,9 @@ def method_record(options: EvalOptions, device: str, tf32: bool) -> dict[str, An
 
 
 def evaluate_program(path: str, options: EvalOptions, device: str, emit: Callable[[str], None],
-                     gate: ChildGate, candidate: CandidateProcess, cache_dir: str, tf32: bool) -> RunResult:
-    judge = Judge(path, options, device, emit, gate, candidate)
+                     gate: ChildGate, candidate: CandidateProcess, cache_dir: str, tf32: bool,
+                     reference_timing: dict[str, Any] | None = None) -> RunResult:
+    judge = Judge(path, options, device, emit, gate, candidate, reference_timing)
     try:
         verdict = judge.run(cache_dir)
     except Stop as stop:
@@ -357,5 +372,7 @@ def evaluate_program(path: str, options: EvalOptions, device: str, emit: Callabl
                                 "reference": "the program's text before the candidate's cut (runner.child.reference)",
                                 "recheck": "fresh values in the timed input tensors, one call",
                                 "outputs_handed_over_as": judge.handover},
-                      "timing_cpu": judge.timing_cpu}
+                      "timing_cpu": judge.timing_cpu,
+                      "reference_timing": ({"reused_from": judge.reference_timing.get("from")}
+                                           if REUSED_FLAG in judge.flags else "measured in this run")}
     return verdict

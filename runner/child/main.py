@@ -3,8 +3,8 @@
 First asks the kernel to SIGKILL it when its parent dies (and exits if the parent is already gone), starts its
 candidate process (`runner.child.candidate_client`: it warms up beside the judge), then imports torch
 and warms the CUDA stack (`runner.child.warmup`), so that a pre-warmed spare (`runner.pool.spares`) is ready for
-work; then reads its one job spec (`{"program", "options", "triton_cache_dir", "channel_key", "gate"}`, one JSON
-line) from the spec pipe, which stays open for the GPU gate's answers (`runner.pool.gate`). It sets its resource
+work; then reads its one job spec (`{"program", "options", "triton_cache_dir", "channel_key", "gate"}`, and
+`"reference_timing"` when a bulk run reuses Model's timing: `runner.pool.reference_timings`; one JSON line) from the spec pipe, which stays open for the GPU gate's answers (`runner.pool.gate`). It sets its resource
 limits, moves the result channel (an inherited pipe) to a private descriptor the candidate does not inherit, picks
 the device (CPU → TRITON_INTERPRET=1 and hard-coded "cuda" sent to the CPU), evaluates (`runner.child.evaluate`:
 the reference here, ModelNew in the candidate), and writes JSON lines to the channel: {"event": "stage", ...}
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.argv = [spec["program"]]
     phases = Phases()
     try:
-        verdict = _evaluate(spec["program"], options, channel, phases, gate, candidate)
+        verdict = _evaluate(spec["program"], options, channel, phases, gate, candidate, _dict_or_none(spec.get("reference_timing")))
     except Exception as exc:
         verdict = harness_failure(exc)
     verdict.phases_s = phases.finish()
@@ -136,6 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     except OSError:
         return ExitCode.NO_CHANNEL
     return ExitCode.VERDICT
+
+
+def _dict_or_none(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
 
 
 def harness_failure(exc: Exception) -> RunResult:
@@ -148,7 +152,7 @@ def harness_failure(exc: Exception) -> RunResult:
 
 
 def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phases, gate: ChildGate,
-              candidate: CandidateProcess) -> RunResult:
+              candidate: CandidateProcess, reference_timing: dict[str, Any] | None) -> RunResult:
     smi: list[Any] = []  # the nvidia-smi probe, started with the timing loops (clocks under load)
 
     def stage(text: str) -> None:
@@ -180,7 +184,7 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phas
     if cache_dir:
         open_for(Path(cache_dir), candidate.identity, replace=True)  # the job's own copy (runner.pool.triton_cache)
     guard.install([os.getcwd(), os.path.dirname(os.getcwd()), cache_dir, *options.write_roots])
-    verdict = evaluate_program(program, options, device, stage, gate, candidate, cache_dir, tf32)
+    verdict = evaluate_program(program, options, device, stage, gate, candidate, cache_dir, tf32, reference_timing)
     flags = setup.runtime_flags(device) + [f"refused: {what}" for what in dict.fromkeys(guard.refused())]
     verdict.flags = list(dict.fromkeys(verdict.flags + flags))
     stage("system: collecting system info")

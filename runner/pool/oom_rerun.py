@@ -7,7 +7,9 @@ which the caller discards. A CUDA slot's jobs go through its GPU's gate (`runner
 overlap their CPU-bound stages and time one at a time. Their memory is not shared out, so a job that ends
 `out_of_memory` while other jobs ran on its GPU is run again with the GPU to itself (flagged `rerun_alone_oom`):
 out of memory is a verdict only when the program alone does not fit (on an H200 a row correct at 37 ms ran out
-of memory once beside three other jobs)."""
+of memory once beside three other jobs). With `reuse_reference_timing` (bulk runs), Model's timing measured by an
+earlier job for the same reference text, settings and GPU is used instead of timing it again
+(`runner.pool.reference_timings`)."""
 
 from __future__ import annotations
 
@@ -24,8 +26,9 @@ RERUN_ALONE_FLAG = "rerun_alone_oom"
 
 
 def evaluate_on_slot(program: str, spec: RunSpec, slot: Slot, *, result_id: str, row_id: str | None,
-                     cancel: threading.Event | None = None) -> RunResult:
+                     cancel: threading.Event | None = None, reuse_reference_timing: bool = False) -> RunResult:
     from runner.pool.gate import EXCLUSIVE, SHARED, gate_for, occupancy_for
+    from runner.pool.reference_timings import REFERENCE_TIMINGS, reference_key
     from runner.pool.sandbox import evaluate_in_sandbox
     from runner.result import ErrorType
 
@@ -35,12 +38,14 @@ def evaluate_on_slot(program: str, spec: RunSpec, slot: Slot, *, result_id: str,
     gpu = slot.visible_devices or ""
     gate = gate_for(gpu) if cuda else None
     jobs = occupancy_for(gpu) if gate is not None and slot.lanes > 1 else None
+    ref_key = reference_key(program, spec.key(), gpu) if cuda and reuse_reference_timing else None
 
     def attempt(mode: str) -> RunResult:
         # False when cancelled while waiting: the sandbox then ends at once
         held = jobs is not None and jobs.acquire(mode, abort=cancel)
         try:
-            return evaluate_in_sandbox(program, options, result_id=result_id, row_id=row_id, cancel=cancel, gate=gate)
+            return evaluate_in_sandbox(program, options, result_id=result_id, row_id=row_id, cancel=cancel, gate=gate,
+                                       reference_timing=REFERENCE_TIMINGS.lookup(ref_key))
         finally:
             if held:
                 jobs.release(mode)
@@ -50,4 +55,5 @@ def evaluate_on_slot(program: str, spec: RunSpec, slot: Slot, *, result_id: str,
     if jobs is not None and result.error_type == ErrorType.OUT_OF_MEMORY and not cancelled:
         result = attempt(EXCLUSIVE)
         result.flags.append(RERUN_ALONE_FLAG)
+    REFERENCE_TIMINGS.remember(ref_key, result)
     return result

@@ -210,9 +210,11 @@ def _signal_name(num: int) -> str:
 
 
 def evaluate_in_sandbox(program: str, options: EvalOptions, *, result_id: str, row_id: str | None = None,
-                        cancel: threading.Event | None = None, gate: GpuGate | None = None) -> RunResult:
+                        cancel: threading.Event | None = None, gate: GpuGate | None = None,
+                        reference_timing: dict[str, Any] | None = None) -> RunResult:
     """Evaluate `program` (the text of one dataset row) in a fresh sandboxed subprocess. Setting `cancel` kills
-    the job's process group; the result is then `crashed` with the flag `cancelled`."""
+    the job's process group; the result is then `crashed` with the flag `cancelled`. `reference_timing`: Model's
+    timing to use instead of timing it (`runner.pool.reference_timings`)."""
     started = time.monotonic()
     sha = program_sha256(program)
     child: Child | None = None
@@ -227,7 +229,7 @@ def evaluate_in_sandbox(program: str, options: EvalOptions, *, result_id: str, r
             cache = child.root / "triton-cache"
             if shared is not None:
                 triton_cache.seed(shared, cache)
-            verdict = _run_child(child, path, options, cache, cancel, gate)
+            verdict = _run_child(child, path, options, cache, cancel, gate, reference_timing)
             if shared is not None:  # the job's processes are gone: nothing changes the entries while they are read
                 triton_cache.publish(cache, shared)
     except OSError as exc:  # the sandbox itself could not be set up (disk full, no fork): still a verdict
@@ -253,7 +255,8 @@ def _cancelled(stage: str, **kw: Any) -> RunResult:
 
 
 def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
-               cancel: threading.Event | None, gate: GpuGate | None) -> RunResult:
+               cancel: threading.Event | None, gate: GpuGate | None,
+               reference_timing: dict[str, Any] | None = None) -> RunResult:
     proc = child.proc
     key = secrets.token_hex(16)
     channel = _Channel(child.result_fd, key, gate, child.spec_fd)
@@ -263,7 +266,8 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
         t.start()
     sent = time.monotonic()
     child.send_spec({"program": str(path), "options": options.to_dict(), "triton_cache_dir": str(cache_dir),
-                     "channel_key": key, "gate": gate is not None}, keep_open=gate is not None)
+                     "channel_key": key, "gate": gate is not None, "reference_timing": reference_timing},
+                    keep_open=gate is not None)
     killed_for: str | None = None
     peak_rss = peak_procs = 0
     memory_cap = job_memory_cap(options.memory_limit_bytes)
