@@ -8,7 +8,8 @@ and reports how the samples spread:
 - `quiet`: nothing beside the timing;
 - `noise`: the background processes warm up and exit with no lock;
 - `noise_locked`: each background process holds a lock file shared (flock) from before its warm-up until it has
-  exited, and the timing holds it exclusive, as the host lock of `runner.pool.host_lock` would.
+  exited, and the timing holds it exclusive, as the host lock of `runner.pool.host_lock` would;
+- `noise_warm_locked`: the same, but the lock is given back after the warm-up, before the process exits.
 
 Per call and condition: 1,000 samples in batches of 10 (the timing loop's own batches), their median, CV, a robust
 CV (1.4826 MAD / median), the samples over 1.5x the median, and what `time_callable`'s stopping rule made of it
@@ -43,14 +44,16 @@ if sys.argv[1] != "-":  # as a reader of runner.pool.host_lock: through `intent`
     os.close(intent)
 from runner.child.warmup import warm_cuda
 warm_cuda(True)
-"""  # the lock file's descriptor stays open until the process is gone: its context's teardown is inside it
+if fd is not None and sys.argv[2] == "warm":
+    fcntl.flock(fd, fcntl.LOCK_UN)  # the teardown at exit outside the lock
+"""  # else the lock file's descriptor stays open until the process is gone: its context's teardown is inside it
 
 
 class Noise:
     """`count` background processes that warm CUDA up and exit, restarted as they end, until `stop()`."""
 
-    def __init__(self, count: int, lock: str | None) -> None:
-        self.count, self.lock = count, lock
+    def __init__(self, count: int, lock: str | None, until: str = "exit") -> None:
+        self.count, self.lock, self.until = count, lock, until
         self.started = 0
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._loop, daemon=True) for _ in range(count)]
@@ -60,7 +63,7 @@ class Noise:
     def _loop(self) -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         while not self._stop.is_set():
-            subprocess.run([sys.executable, "-c", NOISE_CODE, self.lock or "-"], env=env, check=False,
+            subprocess.run([sys.executable, "-c", NOISE_CODE, self.lock or "-", self.until], env=env, check=False,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             self.started += 1
 
@@ -128,9 +131,10 @@ def main() -> None:
     for path in (LOCK, Path(str(LOCK) + ".intent")):
         path.touch()
     rows = []
-    for condition in ("quiet", "noise", "noise_locked", "quiet"):
-        locked = condition == "noise_locked"
-        noise = Noise(args.noise, str(lock_path)) if condition.startswith("noise") else None
+    for condition in ("quiet", "noise", "noise_locked", "noise_warm_locked", "quiet"):
+        locked = condition.endswith("_locked")
+        until = "warm" if condition == "noise_warm_locked" else "exit"
+        noise = Noise(args.noise, str(lock_path) if locked else None, until) if condition.startswith("noise") else None
         fd = os.open(lock_path, os.O_RDWR) if locked else None
         time.sleep(3.0 if noise else 0.0)  # the first background processes reach their warm-up
         t0 = time.monotonic()
