@@ -4,6 +4,7 @@ readers of another process out (the gate prefers writers across processes as wit
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -205,3 +206,40 @@ def test_a_priority_reader_overlaps_shared_holders_past_a_waiting_bulk_writer(tm
         _let_go(other, other_marks)
     writer.join(DEADLINE_S)
     assert not writer.is_alive()
+
+
+def test_a_warming_child_holds_the_gpu_shared_behind_a_waiting_timing_stage(tmp_path, monkeypatch):
+    """A spare making its CUDA context holds the host lock shared through the descriptors its parent gave it
+    (`child_descriptors`, `runner.child.warmup.gpu_held`): no timing stage starts meanwhile; a timing stage that
+    holds or waits for the GPU goes first."""
+    import threading
+
+    from runner.child.warmup import gpu_held
+    from runner.pool.host_lock import child_descriptors
+
+    monkeypatch.setenv("TLX_RUNNER_LOCK_DIR", str(tmp_path))
+    timing = GpuGate("0", HostLock(tmp_path, "0"))
+    fds = child_descriptors("0", 2)
+    assert len(fds) == 4 and len(set(fds)) == 4
+    gave_up = threading.Event()
+    threading.Timer(0.3, gave_up.set).start()
+    with gpu_held(fds[:2]), gpu_held(fds[2:]):  # the judge's and the candidate's processes
+        assert not timing.acquire(EXCLUSIVE, abort=gave_up)  # no timing stage beside a warm-up
+    assert timing.acquire(EXCLUSIVE)
+    warmed = threading.Event()
+
+    def warm() -> None:
+        with gpu_held(fds[:2]):
+            warmed.set()
+
+    spare = threading.Thread(target=warm)
+    spare.start()
+    assert not warmed.wait(0.3)  # waits while a timing stage holds the GPU
+    timing.release(EXCLUSIVE)
+    assert warmed.wait(DEADLINE_S)
+    spare.join()
+    with gpu_held(()):  # no descriptors: nothing held, a timing stage may start
+        assert timing.acquire(EXCLUSIVE, abort=gave_up)
+    timing.release(EXCLUSIVE)
+    for fd in fds:
+        os.close(fd)

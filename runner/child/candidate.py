@@ -259,12 +259,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="runner.child.candidate")
     parser.add_argument("--fd", type=int, required=True, help="this end of the judge's socket pair")
     parser.add_argument("--parent-pid", type=int, required=True)
+    parser.add_argument("--gpu-lock-fds", type=process.parse_fds, default=[], help="the GPU's host lock (main, intent)")
     args = parser.parse_args(argv)
     if not process.die_with_parent(args.parent_pid):
         return 5
     faulthandler.enable()  # a crash leaves the Python stack on stderr, whose tail the sandbox keeps
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    process.prewarm(with_triton=True)
+    process.prewarm(with_triton=True, lock_fds=args.gpu_lock_fds)
     sock = socket.socket(fileno=args.fd)
     stream_in, stream_out = sock.makefile("rb"), sock.makefile("wb")
     set_seed(0)

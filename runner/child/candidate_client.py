@@ -23,6 +23,7 @@ from typing import Any
 
 from common.settings import CANDIDATE_UID_ENV
 from runner.child.link import LinkError, decode_outputs, receive, send
+from runner.child.process import close_fds
 from runner.child.steps import Stop
 from runner.result import ErrorType, RunResult
 
@@ -103,7 +104,10 @@ def open_for(path: Path, identity: tuple[int, int] | None, replace: bool = False
 
 
 class CandidateProcess:
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, lock_fds: list[int] | None = None) -> None:
+        """Start the candidate's process in `work`; `lock_fds`: the GPU's host lock (main, intent) for its warm-up,
+        handed over (closed here)."""
+        lock_fds = list(lock_fds or [])
         self.identity, self.identity_note = candidate_identity(work)
         self.folder = work / "candidate"
         self.folder.mkdir(exist_ok=True)
@@ -121,12 +125,13 @@ class CandidateProcess:
         if self.identity is not None:
             extra = {"user": self.identity[0], "group": self.identity[1], "extra_groups": []}
         cmd = [sys.executable, "-P", "-m", "runner.child.candidate", "--fd", str(candidate_end.fileno()),
-               "--parent-pid", str(os.getpid())]
+               "--parent-pid", str(os.getpid()), "--gpu-lock-fds", ",".join(map(str, lock_fds))]
         try:
             self.proc = subprocess.Popen(cmd, cwd=self.folder, env=env, stdin=subprocess.DEVNULL,
-                                         pass_fds=(candidate_end.fileno(),), **extra)
+                                         pass_fds=(candidate_end.fileno(), *lock_fds), **extra)
         finally:
             candidate_end.close()
+            close_fds(lock_fds)
         self.stage = "starting"  # the judge's stage, named when the candidate dies
         self.given_back: str | None = None  # the gate mode the candidate gave back for a compile
         self.sock = judge_end

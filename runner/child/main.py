@@ -1,4 +1,5 @@
-"""The judge's entry: `python -P -m runner.child.main --spec-fd N --result-fd M --parent-pid P`.
+"""The judge's entry: `python -P -m runner.child.main --spec-fd N --result-fd M --parent-pid P [--cpus ...
+--timing-cpu C --gpu-lock-fds A,B,C,D]`.
 
 First asks the kernel to SIGKILL it when its parent dies (and exits if the parent is already gone), starts its
 candidate process (`runner.child.candidate_client`: it warms up beside the judge), then imports torch
@@ -96,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parent-pid", type=int, required=True)
     parser.add_argument("--cpus", type=pinning.parse_cpus, help="the job's cores (runner.pool.cpu_plan)")
     parser.add_argument("--timing-cpu", type=int, help="the core the timing thread moves to")
+    parser.add_argument("--gpu-lock-fds", type=process.parse_fds, default=[],
+                        help="two (main, intent) pairs of the GPU's host lock: this process's, the candidate's")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -106,8 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     pinning.set_plan(args.cpus, args.timing_cpu)  # before any thread or the candidate's process starts
     faulthandler.enable()  # a crash leaves the Python stack on stderr, whose tail the parent keeps
     faulthandler.register(STACKS_SIGNAL, all_threads=True)  # the parent asks for stacks before a timeout kill
-    candidate = CandidateProcess(Path(os.getcwd()))  # warms up beside this process
-    prewarm(with_triton=False)  # the judge runs no Triton code
+    candidate = CandidateProcess(Path(os.getcwd()), args.gpu_lock_fds[2:4])  # warms up beside this process
+    prewarm(with_triton=False, lock_fds=args.gpu_lock_fds[:2])  # the judge runs no Triton code
     try:
         control_fd = os.dup2(args.spec_fd, random.randrange(400, 600), inheritable=False)  # below the channel's
         os.close(args.spec_fd)

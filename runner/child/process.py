@@ -38,15 +38,31 @@ def cpu_seconds(children: bool = True) -> float:
     return round(total, 3)
 
 
-def prewarm(with_triton: bool) -> None:
+def prewarm(with_triton: bool, lock_fds: list[int] | None = None) -> None:
     """Import torch (and triton, `with_triton`) and warm the CUDA stack (`runner.child.warmup`) while waiting for a
-    job; a failure shows up again in the job."""
+    job, holding the GPU shared through `lock_fds` (main, intent) while it makes its context; a failure shows up
+    again in the job. The descriptors are closed before any job arrives: the program never holds them."""
     try:
         from runner.child import warmup
 
-        warmup.warm_cuda(with_triton)
+        warmup.warm_cuda(with_triton, lock_fds or ())
     except Exception:
         pass
+    finally:
+        close_fds(lock_fds or [])
+
+
+def close_fds(fds: list[int]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def parse_fds(text: str) -> list[int]:
+    """`--gpu-lock-fds` (comma-separated descriptors; empty: none)."""
+    return [int(part) for part in text.split(",") if part.strip()]
 
 
 NPROC_BACKSTOP_FACTOR = 4  # the user's task limit: this many times the job's process limit beyond its count

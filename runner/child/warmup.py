@@ -1,7 +1,8 @@
 """What a spare child warms up while it waits for its job (`runner.child.main`), beyond importing torch and triton.
 
 On a CUDA machine (not in interpreter mode) it creates the CUDA context on its visible device and runs one tiny
-matmul (cuBLAS), one tiny convolution (cuDNN) and, in the candidate's process only, one tiny Triton kernel
+matmul (cuBLAS), one tiny convolution (cuDNN), holding the GPU's host lock shared meanwhile where its parent
+passed it one (`gpu_held`: a context being made beside a timing stage stretched some of its calls), and, in the candidate's process only, one tiny Triton kernel
 (Triton's compiler, driver utilities and launcher machinery): the judge runs no Triton code, and importing triton
 and compiling that kernel cost each spare seconds of CPU. Those are first-use costs of every job, not of the program under test; paying them before the
 job arrives is most of what a re-run costs beyond its timing loops. The warm-up kernel is compiled into the spare's
@@ -11,8 +12,11 @@ job then pays those costs itself.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import os
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 
@@ -30,9 +34,28 @@ def _add_one() -> Any:
     return add_one
 
 
-def warm_cuda(with_triton: bool = True) -> bool:
+@contextlib.contextmanager
+def gpu_held(fds: Sequence[int]) -> Iterator[None]:
+    """Inside, hold the GPU's host lock (`runner.pool.host_lock`) shared through `fds` = (main, intent), as its
+    readers do: through `intent`, so that a timing stage already waiting goes first, and none starts while it is
+    held. Empty `fds`: nothing is held."""
+    if not fds:
+        yield
+        return
+    main, intent = fds
+    fcntl.flock(intent, fcntl.LOCK_SH)
+    fcntl.flock(main, fcntl.LOCK_SH)
+    fcntl.flock(intent, fcntl.LOCK_UN)
+    try:
+        yield
+    finally:
+        fcntl.flock(main, fcntl.LOCK_UN)
+
+
+def warm_cuda(with_triton: bool = True, lock_fds: Sequence[int] = ()) -> bool:
     """Warm the CUDA stack of this process (and Triton's, `with_triton`); False when there is no CUDA device to
-    warm (or in interpreter mode). Without a GPU, `with_triton` still imports triton."""
+    warm (or in interpreter mode). Without a GPU, `with_triton` still imports triton. With `lock_fds`, the context
+    and the torch kernels are made holding the GPU shared (`gpu_held`); Triton's kernel (mostly its compile) after."""
     if with_triton:
         import triton  # noqa: F401
     if os.environ.get("TRITON_INTERPRET") == "1":
@@ -41,10 +64,11 @@ def warm_cuda(with_triton: bool = True) -> bool:
 
     if not torch.cuda.is_available():
         return False
-    x = torch.ones(64, 64, device="cuda")
-    (x @ x).sum().item()
-    w = torch.ones(1, 1, 3, 3, device="cuda")
-    torch.nn.functional.conv2d(x.view(1, 1, 64, 64), w).sum().item()
+    with gpu_held(lock_fds):
+        x = torch.ones(64, 64, device="cuda")
+        (x @ x).sum().item()
+        w = torch.ones(1, 1, 3, 3, device="cuda")
+        torch.nn.functional.conv2d(x.view(1, 1, 64, 64), w).sum().item()
     if with_triton:
         _add_one()[(1,)](x, x.numel(), BLOCK=128)
     torch.cuda.synchronize()

@@ -12,7 +12,10 @@ so no new reader of any process starts while a writer waits.
 the steps in flight, not for a queue of bulk jobs): a process made with `priority=True` (`prefer_this_process`,
 called by `runner serve`) holds that file shared while any of its jobs waits for the gate, and then its readers
 skip `intent`; the other processes take no new hold, shared or exclusive, while it is held. flock locks go with
-the process: a killed runner holds nothing."""
+the process: a killed runner holds nothing.
+
+Children hold it too while they touch the GPU outside a job's steps (`child_descriptors`): a spare creating its
+CUDA context and warming up, as a reader, so that no timing stage runs beside it."""
 
 from __future__ import annotations
 
@@ -29,15 +32,21 @@ POLL_S = 0.01
 _preferred = False  # this process's host locks take priority (`prefer_this_process`)
 
 
+def lock_paths(directory: Path, gpu: str) -> tuple[Path, Path, Path]:
+    """A GPU's `main`, `intent` and `priority` files, in `directory` (made, shared by the host's users)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        os.chmod(directory, 0o1777)  # runners of other users share it; each keeps its own files
+    except OSError:
+        pass
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", gpu or "default")
+    main, intent, priority = (directory / f"gpu-{name}.{kind}" for kind in ("main", "intent", "priority"))
+    return main, intent, priority
+
+
 class HostLock:
     def __init__(self, directory: Path, gpu: str, priority: bool = False) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
-        try:
-            os.chmod(directory, 0o1777)  # runners of other users share it; each keeps its own files
-        except OSError:
-            pass
-        name = re.sub(r"[^A-Za-z0-9_.-]", "_", gpu or "default")
-        self.paths = tuple(directory / f"gpu-{name}.{kind}" for kind in ("main", "intent", "priority"))
+        self.paths = lock_paths(directory, gpu)
         self._main, self._intent, self._priority = (os.open(p, os.O_RDWR | os.O_CREAT, 0o666) for p in self.paths)
         # separate open files to look at the others' locks with (flock on a held descriptor would convert ours)
         self._intent_probe, self._priority_probe = (os.open(p, os.O_RDWR) for p in self.paths[1:])
@@ -113,6 +122,23 @@ class HostLock:
 
     def release(self) -> None:
         fcntl.flock(self._main, fcntl.LOCK_UN)
+
+
+def child_descriptors(gpu: str, pairs: int) -> list[int]:
+    """`pairs` fresh (main, intent) descriptor pairs of a GPU's lock files for a child's processes to hold the GPU
+    shared with (`runner.child.warmup.gpu_held`), each pair its own open files (a flock belongs to the open file, so
+    a process must not share one with another); [] where the lock folder cannot be made. The caller closes them
+    once the child has them."""
+    fds: list[int] = []
+    try:
+        paths = lock_paths(lock_dir(), gpu)[:2]
+        for _ in range(pairs):
+            fds += [os.open(path, os.O_RDWR | os.O_CREAT, 0o666) for path in paths]
+    except OSError:
+        for fd in fds:
+            os.close(fd)
+        return []
+    return fds
 
 
 def prefer_this_process() -> None:

@@ -35,6 +35,7 @@ from runner.options import EvalOptions
 from runner.pool import isolation, jobdirs
 from runner.pool.cgroup import JobCgroup
 from runner.pool.cpu_plan import plan_for
+from runner.pool.host_lock import child_descriptors
 from runner.pool.isolation import REPO_ROOT
 
 # the child's environment is built from these names only (a prefix such as TORCH_ would pass TORCH_HUB_TOKEN)
@@ -148,19 +149,22 @@ def start_child(options: EvalOptions) -> Child:
     work = root / "work"
     job_cgroup = JobCgroup.create(iso.cgroups)
     spec_r = spec_w = result_r = result_w = -1
+    lock_fds: list[int] = []
     try:
         env = {**base_env(options), "HOME": str(work), "TMPDIR": str(work), "TRITON_HOME": str(work)}
         spec_r, spec_w = os.pipe()
         result_r, result_w = os.pipe()
         parent = isolation.INNER_PARENT_PID if iso.isolated else os.getpid()
         plan = plan_for(options.visible_devices) if options.device != "cpu" else None
+        lock_fds = child_descriptors(options.visible_devices or "", 2) if options.device != "cpu" else []
         cmd = iso.wrap([sys.executable, "-P", "-m", "runner.child.main", "--spec-fd", str(spec_r), "--result-fd",
-                        str(result_w), "--parent-pid", str(parent), *(plan.argv() if plan else [])],
+                        str(result_w), "--parent-pid", str(parent), *(plan.argv() if plan else []),
+                        "--gpu-lock-fds", ",".join(map(str, lock_fds))],
                        root, hidden_paths(options), options.write_roots)
         if job_cgroup is not None:
             cmd = job_cgroup.enter_command(cmd)
         proc = subprocess.Popen(cmd, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, pass_fds=(spec_r, result_w), start_new_session=True,
+                                stderr=subprocess.PIPE, pass_fds=(spec_r, result_w, *lock_fds), start_new_session=True,
                                 umask=0o022)  # the folders bwrap makes on the way to the job's must be searchable)
     except BaseException:
         for fd in (spec_w, result_r):
@@ -171,7 +175,7 @@ def start_child(options: EvalOptions) -> Child:
             job_cgroup.remove()
         raise
     finally:
-        for fd in (spec_r, result_w):
+        for fd in (spec_r, result_w, *lock_fds):
             if fd >= 0:
                 os.close(fd)
     return Child(proc, root, work, spec_w, result_r, iso, job_cgroup)
