@@ -36,6 +36,7 @@ from queries.store import INDEX_FILE, INDEX_SCHEMA, code_path
 MAX_REJECTS_KEPT = 1000
 DUCKDB_MEMORY_LIMIT = "1GB"
 DUCKDB_BATCH_ROWS = 2048
+INDEX_BATCH_ROWS = 65536  # rows of index.parquet written at a time (a row group each)
 SPILL_DIR = "index-parts"  # in the build folder: each file's index rows until the index is written
 
 class IngestError(TlxError, RuntimeError):
@@ -85,7 +86,7 @@ def build(checked: list, bad: list[dict], tmp: Path, opts: Options) -> dict:
         reader.writer.close()
         reader.meter.done()
         index_parts = [part for part in (got.index() for got in files) if part is not None]
-        index = _write_index(tmp, index_parts, reader.refs, reader.writer, opts.workers)
+        rows_indexed = _write_index(tmp, index_parts, reader.refs, reader.writer, opts.workers)
         del index_parts
         shutil.rmtree(tmp / SPILL_DIR, ignore_errors=True)
     except BaseException:
@@ -98,7 +99,7 @@ def build(checked: list, bad: list[dict], tmp: Path, opts: Options) -> dict:
     return {
         "sources": sources,
         "rows_read": sum(s["rows"] for s in sources),
-        "rows_indexed": index.num_rows,
+        "rows_indexed": rows_indexed,
         "rows_rejected": rejects.reasons.total(),
         "reject_reasons": dict(rejects.reasons),
         "rejects": rejects.kept,
@@ -188,19 +189,28 @@ def _reading(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 
 
 def _write_index(tmp: Path, index_parts: list[pa.Table], refs: References, writer: CodeWriter,
-                 workers: int) -> pa.Table:
+                 workers: int) -> int:
+    """Write index.parquet from the spilled index rows; returns its rows. DuckDB's sorted answer is written as it
+    streams out, a batch at a time: held whole (and cast, a copy) it cost the process memory linear in the rows
+    (+640 MB from 601k to 1.2M rows, its peak); DuckDB's own part is bounded by its memory limit (it spills to
+    the build folder beyond it)."""
     rows = pa.concat_tables(index_parts) if index_parts else None
     if rows is None or rows.num_rows == 0:
-        index = INDEX_SCHEMA.empty_table()
-    else:
-        groups = writer.locate(rows["code_shard"].to_numpy(), rows["code_position"].to_numpy())
-        rows = rows.append_column("code_rg", pa.array(groups))
-        con = duckdb.connect(":memory:", config={"threads": workers, "memory_limit": DUCKDB_MEMORY_LIMIT})
-        try:
-            con.register("rows", rows)
-            con.register("refs", refs.table())
-            index = con.sql(sql_text("ingest_index")).to_arrow_table().cast(INDEX_SCHEMA)
-        finally:
-            con.close()
-    pq.write_table(index, tmp / INDEX_FILE, compression="zstd")
-    return index
+        pq.write_table(INDEX_SCHEMA.empty_table(), tmp / INDEX_FILE, compression="zstd")
+        return 0
+    groups = writer.locate(rows["code_shard"].to_numpy(), rows["code_position"].to_numpy())
+    rows = rows.append_column("code_rg", pa.array(groups))
+    con = duckdb.connect(":memory:", config={"threads": workers, "memory_limit": DUCKDB_MEMORY_LIMIT,
+                                             "temp_directory": str(tmp / SPILL_DIR / "duckdb")})
+    written = 0
+    try:
+        con.register("rows", rows)
+        con.register("refs", refs.table())
+        answer = con.execute(sql_text("ingest_index")).to_arrow_reader(INDEX_BATCH_ROWS)
+        with pq.ParquetWriter(tmp / INDEX_FILE, INDEX_SCHEMA, compression="zstd") as out:
+            for batch in answer:
+                out.write_table(pa.Table.from_batches([batch]).cast(INDEX_SCHEMA))
+                written += batch.num_rows
+    finally:
+        con.close()
+    return written
