@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from queries.ingest.index_lines import candidate_lines, cut_bytes
+from queries.ingest.index_lines import NEWLINE, candidate_lines, cut_bytes, text_data, text_offsets
 from queries.ingest.processes import process_pool, stop_pool
 from queries.ingest.progress import say
 from queries.store import (
@@ -161,10 +161,19 @@ def _pairs(line: np.ndarray, rows: np.ndarray, first: int, batch_rows: int) -> n
     return _distinct((line.astype(np.uint64) << 32) | (rows + first).astype(np.uint64))
 
 
-def _newline_ended(lines: pa.Array) -> pa.Array:
-    """Every line with one newline at its end (the last line of a text has none), so that a batch's data is its
-    lines one after another and a reader can match many lines as one string."""
-    return pc.binary_join_element_wise(pc.utf8_rtrim(lines, characters="\n"), pa.scalar("", pa.string()), "\n")
+def _newline_ended(lines: pa.StringArray) -> pa.StringArray:
+    """Every line with one newline at its end (a text's last line has none), so that a batch's data is its lines
+    one after another and a reader can match many lines as one string. Only the few lines without one are
+    changed: a newline is put after each of them as their bytes are copied once."""
+    offsets = text_offsets(lines).astype(np.int64)
+    data = text_data(lines)[offsets[0] : offsets[-1]]
+    offsets -= offsets[0]
+    missing = (offsets[1:] == offsets[:-1]) | (data[np.maximum(offsets[1:] - 1, 0)] != NEWLINE)
+    if not missing.any():
+        return lines
+    added = np.concatenate(([0], np.cumsum(missing)))
+    return pa.StringArray.from_buffers(len(lines), pa.py_buffer((offsets + added).astype(np.int32)),
+                                       pa.py_buffer(np.insert(data, offsets[1:][missing], NEWLINE)))
 
 
 def _merge(batch_lines: list[pa.Array], batch_pairs: list[np.ndarray]) -> tuple[pa.Array, np.ndarray]:
