@@ -68,3 +68,25 @@ def test_non_ascii_before_the_cut_starts_the_candidate_lines_no_later():
     assert text.encode("utf-8")[:cut].decode("utf-8")  # a character boundary
     head, lines = split([text], [chars])[0]
     assert "class ModelNew:\n" in lines and "".join(head) + "".join(lines) == text
+
+
+def test_a_code_part_whose_programs_have_no_candidate_lines_is_indexed(tmp_path):
+    """A batch of empty programs has no candidate lines (its chunk would be dropped from the merge's encoding)."""
+    import pyarrow.parquet as pq
+
+    from queries.ingest import search_index
+    from queries.store import CODE_SCHEMA, code_path, search_path
+
+    texts = ["", "", "import torch\n", "import torch\nclass ModelNew:\n    pass\n"]
+    code_path(tmp_path, 0).parent.mkdir(parents=True)
+    search_path(tmp_path, "").mkdir()
+    table = pa.table({"id": [f"train/{i:06d}" for i in range(4)], "x": texts}, schema=CODE_SCHEMA)
+    pq.write_table(table, code_path(tmp_path, 0), row_group_size=2)
+    search_index.BATCH_ROWS, batch_rows = 2, search_index.BATCH_ROWS
+    try:
+        keys, heads, row_ref, lines = search_index.index_shard(tmp_path, 0, np.array([0, 0, 13, 13]))
+    finally:
+        search_index.BATCH_ROWS = batch_rows
+    assert lines == 3 and heads == ["", "import torch\n"] and row_ref.tolist() == [0, 0, 0, 1]
+    postings = np.load(search_path(tmp_path, "part-00000.postings.npy"))
+    assert postings.tolist() == [2, 3, 3]  # "import torch\n" (the whole of row 2), then row 3's two lines

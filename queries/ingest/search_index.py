@@ -5,14 +5,17 @@ is of lines: each code shard's distinct lines (of the programs' candidate parts)
 hold it. A search matches the distinct lines, not the programs (a shard's 60k programs have ~1M distinct lines,
 an eighth of their bytes: candidates of one problem share most lines), and the rows of the lines it matched are
 its hits, exact, with no program read. Lines files are LZ4-compressed (a third of their size; a search
-decompresses them at ~2 GB/s a core, a sixth of what it matches). Rows share references (a problem's many candidates), so a program is
-indexed as two parts: the text before `ref_chars` (its reference) once per distinct reference, kept whole in
-`refs.arrow`, and the lines from the one holding the cut to the end (its candidate part; the line that crosses the
-cut is in it whole). Files (`queries/store.py`: `search_path`, `search_shard_path`):
+decompresses them at ~2 GB/s a core, a sixth of what it matches). Rows share references (a problem's many
+candidates), so a program is indexed as two parts (`index_lines.py` splits them): its head, the whole lines before
+the one holding the cut (its reference but for the line the cut is in), once per distinct head in `refs.arrow`,
+and its candidate lines, from the one holding the cut to the end. Where the cut falls in a program with non-ASCII
+text before it, the split may come a line or so earlier: the index only needs every line in one of the two.
+Each batch's pieces (heads and lines) are found distinct by one Arrow dictionary encoding, then the batches'
+distinct lines by another, over the shard. Files (`queries/store.py`: `search_path`, `search_shard_path`):
 
     search/index.json                       {"version", "docs", "refs", "lines", "seconds"}
     search/docs.arrow                        one row per program, in code order: id, shard, rg, rg_row, ref
-    search/refs.arrow                        ref (int32), text: every distinct reference text
+    search/refs.arrow                        ref (int32), text: every distinct head (whole lines)
     search/part-NNNNN.lines.arrow            text: the shard's distinct candidate lines, each ending with its
                                              newline, in LZ4 batches
     search/part-NNNNN.offsets.npy            uint32; postings[offsets[i]:offsets[i+1]] are the rows (positions
@@ -113,19 +116,21 @@ def index_shard(folder: Path, shard: int, ref_chars: np.ndarray) -> tuple[list[b
         distinct_heads, row_head = np.unique(indices[heads], return_inverse=True)
         head_texts = encoded.dictionary.take(pa.array(distinct_heads)).to_pylist()
         row_ref[first : first + batch.num_rows] = _reference_ids(keys, texts, head_texts)[row_head]
-        distinct, line = _lines_only(encoded.dictionary, indices[lines])
-        batch_lines.append(distinct)
-        batch_pairs.append(_pairs(line, rows, first, batch.num_rows))
+        if len(lines):  # (a chunk without lines would be dropped from the merge's encoding)
+            distinct, line = _lines_only(encoded.dictionary, indices[lines])
+            batch_lines.append(distinct)
+            batch_pairs.append(_pairs(line, rows, first, batch.num_rows))
         first += batch.num_rows
-    distinct, pairs = _merge(batch_lines, batch_pairs)
-    offsets = np.concatenate([[0], np.cumsum(np.bincount((pairs >> 32).astype(np.int64),
-                                                         minlength=len(distinct)))]).astype(np.uint32)
-    postings = (pairs & 0xFFFFFFFF).astype(np.uint16 if len(ref_chars) <= 1 << 16 else np.uint32)
-    _write_arrow(search_shard_path(folder, shard, LINES_FILE),
-                 pa.table({"text": _newline_ended(distinct)}), compressed=True)
+    distinct, pairs = _merge(batch_lines, batch_pairs)  # empties both lists: the batches' arrays go as merged
+    lines = len(distinct)
+    offsets = np.searchsorted(pairs, np.arange(lines + 1, dtype=np.uint64) << np.uint64(32)).astype(np.uint32)
+    postings = pairs.astype(np.uint16 if len(ref_chars) <= 1 << 16 else np.uint32)  # the low bits: the rows
+    del pairs
+    _write_arrow(search_shard_path(folder, shard, LINES_FILE), pa.table({"text": _newline_ended(distinct)}),
+                 compressed=True)
     np.save(search_shard_path(folder, shard, OFFSETS_FILE), offsets)
     np.save(search_shard_path(folder, shard, POSTINGS_FILE), postings)
-    return list(keys), texts, row_ref, len(distinct)
+    return list(keys), texts, row_ref, lines
 
 
 def _reference_ids(keys: dict[bytes, int], texts: list[str], references: list[str]) -> np.ndarray:
@@ -178,15 +183,23 @@ def _newline_ended(lines: pa.StringArray) -> pa.StringArray:
 
 def _merge(batch_lines: list[pa.Array], batch_pairs: list[np.ndarray]) -> tuple[pa.Array, np.ndarray]:
     """The distinct lines over all batches, and the sorted (line << 32 | row) pairs with lines renumbered among
-    them (a batch's pairs hold its own line numbers; rows are distinct between batches)."""
+    them (a batch's pairs hold its own line numbers; rows are distinct between batches). Empties both lists,
+    so that each batch's arrays go once merged (a worker's peak memory is here)."""
     if not batch_lines:
         return pa.array([], pa.string()), np.empty(0, np.uint64)
     encoded = pc.dictionary_encode(pa.chunked_array(batch_lines, pa.string()))  # one dictionary for every chunk
-    renumbered = []
-    for chunk, pairs in zip(encoded.chunks, batch_pairs, strict=True):
-        line = chunk.indices.to_numpy().astype(np.uint64)[(pairs >> 32).astype(np.int64)]
-        renumbered.append((line << 32) | (pairs & 0xFFFFFFFF))
-    return encoded.chunk(0).dictionary, np.sort(np.concatenate(renumbered))
+    batch_lines.clear()
+    if encoded.num_chunks != len(batch_pairs):
+        raise ValueError("a batch without lines was merged (its chunk is dropped from the encoding)")
+    pairs = np.empty(sum(len(batch) for batch in batch_pairs), np.uint64)
+    at = 0
+    for chunk in encoded.chunks:
+        batch = batch_pairs.pop(0)
+        line = chunk.indices.to_numpy().astype(np.uint64)[(batch >> np.uint64(32)).astype(np.int64)]
+        pairs[at : at + len(batch)] = (line << np.uint64(32)) | (batch & np.uint64(0xFFFFFFFF))
+        at += len(batch)
+    pairs.sort()
+    return encoded.chunk(0).dictionary, pairs
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
