@@ -37,6 +37,7 @@ MAX_REJECTS_KEPT = 1000
 DUCKDB_MEMORY_LIMIT = "1GB"
 DUCKDB_BATCH_ROWS = 2048
 INDEX_BATCH_ROWS = 65536  # rows of index.parquet written at a time (a row group each)
+INDEX_MEMORY_LIMIT = "512MB"  # DuckDB's, writing index.parquet (beyond it, it spills to the build folder)
 SPILL_DIR = "index-parts"  # in the build folder: each file's index rows until the index is written
 
 class IngestError(TlxError, RuntimeError):
@@ -85,9 +86,8 @@ def build(checked: list, bad: list[dict], tmp: Path, opts: Options) -> dict:
                             "bytes": f.path.stat().st_size})
         reader.writer.close()
         reader.meter.done()
-        index_parts = [part for part in (got.index() for got in files) if part is not None]
-        rows_indexed = _write_index(tmp, index_parts, reader.refs, reader.writer, opts.workers)
-        del index_parts
+        spilled = [got for got in files if got.finish()]
+        rows_indexed = _write_index(tmp, spilled, reader.refs, reader.writer, opts.workers)
         shutil.rmtree(tmp / SPILL_DIR, ignore_errors=True)
     except BaseException:
         reader.writer.abort()
@@ -188,25 +188,21 @@ def _reading(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         yield rb
 
 
-def _write_index(tmp: Path, index_parts: list[pa.Table], refs: References, writer: CodeWriter,
-                 workers: int) -> int:
-    """Write index.parquet from the spilled index rows; returns its rows. DuckDB's sorted answer is written as it
-    streams out, a batch at a time: held whole (and cast, a copy) it cost the process memory linear in the rows
-    (+640 MB from 601k to 1.2M rows, its peak); DuckDB's own part is bounded by its memory limit (it spills to
-    the build folder beyond it)."""
-    rows = pa.concat_tables(index_parts) if index_parts else None
-    if rows is None or rows.num_rows == 0:
+def _write_index(tmp: Path, spilled: list[FileRows], refs: References, writer: CodeWriter, workers: int) -> int:
+    """Write index.parquet from the spilled index rows; returns its rows. DuckDB reads the rows as a stream (one
+    pass: the query materializes them) and its sorted answer is written as it streams out: the rows mapped, or
+    the answer held whole, cost the process memory linear in the rows (its peak: +640 MB from 601k to 1.2M
+    rows). DuckDB's own memory is bounded by its limit; it spills to the build folder beyond it."""
+    if not spilled:
         pq.write_table(INDEX_SCHEMA.empty_table(), tmp / INDEX_FILE, compression="zstd")
         return 0
-    groups = writer.locate(rows["code_shard"].to_numpy(), rows["code_position"].to_numpy())
-    rows = rows.append_column("code_rg", pa.array(groups))
-    con = duckdb.connect(":memory:", config={"threads": workers, "memory_limit": DUCKDB_MEMORY_LIMIT,
+    con = duckdb.connect(":memory:", config={"threads": workers, "memory_limit": INDEX_MEMORY_LIMIT,
                                              "temp_directory": str(tmp / SPILL_DIR / "duckdb")})
     written = 0
     try:
-        con.register("rows", rows)
+        con.register("rows", _located_rows(spilled, writer))
         con.register("refs", refs.table())
-        answer = con.execute(sql_text("ingest_index")).to_arrow_reader(INDEX_BATCH_ROWS)
+        answer = con.sql(sql_text("ingest_index")).to_arrow_reader(INDEX_BATCH_ROWS)
         with pq.ParquetWriter(tmp / INDEX_FILE, INDEX_SCHEMA, compression="zstd") as out:
             for batch in answer:
                 out.write_table(pa.Table.from_batches([batch]).cast(INDEX_SCHEMA))
@@ -214,3 +210,17 @@ def _write_index(tmp: Path, index_parts: list[pa.Table], refs: References, write
     finally:
         con.close()
     return written
+
+
+def _located_rows(spilled: list[FileRows], writer: CodeWriter) -> pa.RecordBatchReader:
+    """The spilled index rows, each with its code row group (`code_rg`), a batch at a time."""
+    first = next(spilled[0].batches())
+    schema = first.schema.append(pa.field("code_rg", pa.int32()))
+
+    def located():
+        for got in spilled:
+            for batch in got.batches():
+                groups = writer.locate(batch["code_shard"].to_numpy(), batch["code_position"].to_numpy())
+                yield pa.RecordBatch.from_arrays([*batch.columns, pa.array(groups, pa.int32())], schema=schema)
+
+    return pa.RecordBatchReader.from_batches(schema, located())
