@@ -38,6 +38,7 @@ class CodeWriter:
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="code-writer")
         self._pending: deque[Future] = deque()
         self._open: tuple[int, pq.ParquetWriter] | None = None  # touched by the writer thread only
+        self._ends: dict[int, np.ndarray] = {}  # row-group ends of the closed parts `locate` read
 
     def start_file(self) -> int:
         """Begin a source file in a new part; returns that part's number (for `drop_from`)."""
@@ -83,15 +84,18 @@ class CodeWriter:
         self._close_open()
 
     def locate(self, parts: np.ndarray, positions: np.ndarray) -> np.ndarray:
-        """Row group of each (part, position) pair, from the row groups the closed parts hold."""
+        """Row group of each (part, position) pair, from the row groups the closed parts hold (once closed, a
+        part is not written again)."""
         groups = np.empty(len(parts), np.int32)
-        for part in np.unique(parts):
-            meta = pq.read_metadata(self._path(int(part)))
-            ends = np.cumsum([meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
+        for part in np.unique(parts).tolist():
+            if part not in self._ends:  # asked a batch at a time: each footer is read once
+                meta = pq.read_metadata(self._path(part))
+                self._ends[part] = np.cumsum([meta.row_group(i).num_rows for i in range(meta.num_row_groups)])
+            ends = self._ends[part]
             mask = parts == part
             groups[mask] = np.searchsorted(ends, positions[mask], side="right")
             if len(ends) == 0 or positions[mask].max() >= ends[-1]:
-                raise RuntimeError(f"{self._path(int(part))} holds fewer rows than were written to it")
+                raise RuntimeError(f"{self._path(part)} holds fewer rows than were written to it")
         return groups
 
     def _next_part(self) -> None:

@@ -5,12 +5,13 @@ read again by the Python reader). Holding them in memory cost memory linear in t
 every batch's `program_fields` future); instead each batch's rows, once its per-program fields are in, are
 appended to an Arrow IPC file of the file's own in the build folder, and at most `max_pending` batches wait in
 memory for their fields. Undoing the file deletes that spill file; at the end the index is built from the spill
-files, memory-mapped.
+files, read a batch at a time.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -33,14 +34,26 @@ class FileRows:
         while self.pending and (len(self.pending) > self.max_pending or self.pending[0][1].done()):
             self._write(*self.pending.popleft())
 
-    def index(self) -> pa.Table | None:
-        """The file's index rows (memory-mapped), once every batch's fields are in; None when it has none."""
+    def finish(self) -> bool:
+        """Write the batches still waiting for their fields; whether the file has index rows (in `spill`)."""
         while self.pending:
             self._write(*self.pending.popleft())
         if self._writer is None:
-            return None
+            return False
         self._close()
-        return pa.ipc.open_file(pa.memory_map(str(self.spill))).read_all()
+        return True
+
+    def index(self) -> pa.Table | None:
+        """The file's index rows (memory-mapped), once every batch's fields are in; None when it has none."""
+        return pa.ipc.open_file(pa.memory_map(str(self.spill))).read_all() if self.finish() else None
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """The file's index rows, once `finish`ed, read a batch at a time: not mapped, so that a batch's memory
+        goes with it (mapped, every page read stays in the process's memory until the end)."""
+        with pa.OSFile(str(self.spill)) as source:
+            reader = pa.ipc.open_file(source)
+            for i in range(reader.num_record_batches):
+                yield reader.get_batch(i)
 
     def discard(self) -> None:
         """Forget the file's rows (its fast read failed): the spill file goes."""

@@ -5,14 +5,17 @@ is of lines: each code shard's distinct lines (of the programs' candidate parts)
 hold it. A search matches the distinct lines, not the programs (a shard's 60k programs have ~1M distinct lines,
 an eighth of their bytes: candidates of one problem share most lines), and the rows of the lines it matched are
 its hits, exact, with no program read. Lines files are LZ4-compressed (a third of their size; a search
-decompresses them at ~2 GB/s a core, a sixth of what it matches). Rows share references (a problem's many candidates), so a program is
-indexed as two parts: the text before `ref_chars` (its reference) once per distinct reference, kept whole in
-`refs.arrow`, and the lines from the one holding the cut to the end (its candidate part; the line that crosses the
-cut is in it whole). Files (`queries/store.py`: `search_path`, `search_shard_path`):
+decompresses them at ~2 GB/s a core, a sixth of what it matches). Rows share references (a problem's many
+candidates), so a program is indexed as two parts (`index_lines.py` splits them): its head, the whole lines before
+the one holding the cut (its reference but for the line the cut is in), once per distinct head in `refs.arrow`,
+and its candidate lines, from the one holding the cut to the end. Where the cut falls in a program with non-ASCII
+text before it, the split may come a line or so earlier: the index only needs every line in one of the two.
+Each batch's pieces (heads and lines) are found distinct by one Arrow dictionary encoding, then the batches'
+distinct lines by another, over the shard. Files (`queries/store.py`: `search_path`, `search_shard_path`):
 
     search/index.json                       {"version", "docs", "refs", "lines", "seconds"}
     search/docs.arrow                        one row per program, in code order: id, shard, rg, rg_row, ref
-    search/refs.arrow                        ref (int32), text: every distinct reference text
+    search/refs.arrow                        ref (int32), text: every distinct head (whole lines)
     search/part-NNNNN.lines.arrow            text: the shard's distinct candidate lines, each ending with its
                                              newline, in LZ4 batches
     search/part-NNNNN.offsets.npy            uint32; postings[offsets[i]:offsets[i+1]] are the rows (positions
@@ -33,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from queries.ingest.index_lines import NEWLINE, candidate_lines, cut_bytes, text_data, text_offsets
 from queries.ingest.processes import process_pool, stop_pool
 from queries.ingest.progress import say
 from queries.store import (
@@ -51,8 +55,6 @@ BATCH_ROWS = 4096
 LINES_PER_BATCH = 1 << 16  # distinct lines per compressed batch of a lines file
 DOCS_FILE = "docs.arrow"
 REFS_FILE = "refs.arrow"
-NEWLINE = ord("\n")
-SCAN_BYTES = 1 << 20  # newlines are found a cache-sized piece at a time (6x faster than over the whole batch)
 
 
 def build_search_index(folder: Path, workers: int, progress: bool) -> dict:
@@ -60,8 +62,8 @@ def build_search_index(folder: Path, workers: int, progress: bool) -> dict:
     started = time.monotonic()
     search_path(folder, "").mkdir(exist_ok=True)
     shards = sorted(int(p.name[5:10]) for p in (folder / "code").glob("part-*.parquet"))
-    index = pq.read_table(folder / INDEX_FILE, columns=["id", "ref_chars"])
-    ref_chars = [_ref_chars_of(folder, shard, index) for shard in shards]
+    ids = [pq.read_table(code_path(folder, shard), columns=["id"])["id"].combine_chunks() for shard in shards]
+    ref_chars = _ref_chars_of(folder, ids)
     pool = process_pool(min(workers, len(shards))) if workers > 1 and len(shards) > 1 else None
     finished = False
     try:
@@ -71,14 +73,14 @@ def build_search_index(folder: Path, workers: int, progress: bool) -> dict:
         texts: list[str] = []
         docs = []
         lines = 0
-        for shard, (keys, ref_texts, row_ref, shard_lines) in zip(shards, results, strict=True):
+        for shard, shard_ids, (keys, ref_texts, row_ref, shard_lines) in zip(shards, ids, results, strict=True):
             local_to_global = np.empty(len(keys), np.int32)
             for i, (key, text) in enumerate(zip(keys, ref_texts, strict=True)):
                 if key not in refs:
                     refs[key] = len(texts)
                     texts.append(text)
                 local_to_global[i] = refs[key]
-            docs.append(_docs_of(folder, shard, local_to_global[row_ref]))
+            docs.append(_docs_of(folder, shard, shard_ids, local_to_global[row_ref]))
             lines += shard_lines
             if progress:
                 say(f"search index: code part {shard + 1} of {len(shards)}")
@@ -89,7 +91,7 @@ def build_search_index(folder: Path, workers: int, progress: bool) -> dict:
     _write_arrow(search_path(folder, DOCS_FILE), pa.concat_tables(docs) if docs else _docs_table([], [], [], [], []))
     _write_arrow(search_path(folder, REFS_FILE),
                  pa.table({"ref": pa.array(range(len(texts)), pa.int32()), "text": pa.array(texts, pa.string())}))
-    meta = {"version": SEARCH_INDEX_VERSION, "docs": index.num_rows, "refs": len(texts), "lines": lines,
+    meta = {"version": SEARCH_INDEX_VERSION, "docs": sum(len(shard_ids) for shard_ids in ids), "refs": len(texts), "lines": lines,
             "seconds": round(time.monotonic() - started, 2)}
     search_path(folder, SEARCH_META).write_text(json.dumps(meta))
     return meta
@@ -103,85 +105,101 @@ def index_shard(folder: Path, shard: int, ref_chars: np.ndarray) -> tuple[list[b
     row_ref = np.empty(len(ref_chars), np.int32)
     batch_lines, batch_pairs = [], []
     first = 0
-    for batch in pq.ParquetFile(code_path(folder, shard)).iter_batches(batch_size=BATCH_ROWS, columns=["x"]):
+    for batch in pq.ParquetFile(code_path(folder, shard)).iter_batches(batch_size=BATCH_ROWS, columns=["x"],
+                                                                      use_threads=False):
         column = batch.column(0)
         column = column if column.type == pa.string() else column.cast(pa.string())
-        cut = _cut_bytes(column, ref_chars[first : first + batch.num_rows])
-        for i, ref in enumerate(_references(column, cut)):
-            key = hashlib.blake2b(ref, digest_size=16).digest()
-            if key not in keys:
-                keys[key] = len(texts)
-                texts.append(ref.decode("utf-8"))
-            row_ref[first + i] = keys[key]
-        lines, rows = candidate_lines(column, cut)
-        encoded = pc.dictionary_encode(lines)  # the batch's distinct lines, copied: the batch's text can go
-        batch_lines.append(encoded.dictionary)
-        batch_pairs.append(_distinct((encoded.indices.to_numpy().astype(np.uint64) << 32)
-                                     | (rows + first).astype(np.uint64)))
+        cut = cut_bytes(column, ref_chars[first : first + batch.num_rows])
+        pieces, heads, lines, rows = candidate_lines(column, cut)
+        encoded = pc.dictionary_encode(pieces)  # the batch's distinct pieces, copied: the batch's text can go
+        indices = encoded.indices.to_numpy()
+        distinct_heads, row_head = np.unique(indices[heads], return_inverse=True)
+        head_texts = encoded.dictionary.take(pa.array(distinct_heads)).to_pylist()
+        row_ref[first : first + batch.num_rows] = _reference_ids(keys, texts, head_texts)[row_head]
+        if len(lines):  # (a chunk without lines would be dropped from the merge's encoding)
+            distinct, line = _lines_only(encoded.dictionary, indices[lines])
+            batch_lines.append(distinct)
+            batch_pairs.append(_pairs(line, rows, first, batch.num_rows))
         first += batch.num_rows
-    distinct, pairs = _merge(batch_lines, batch_pairs)
-    offsets = np.concatenate([[0], np.cumsum(np.bincount((pairs >> 32).astype(np.int64),
-                                                         minlength=len(distinct)))]).astype(np.uint32)
-    postings = (pairs & 0xFFFFFFFF).astype(np.uint16 if len(ref_chars) <= 1 << 16 else np.uint32)
-    _write_arrow(search_shard_path(folder, shard, LINES_FILE),
-                 pa.table({"text": _newline_ended(distinct)}), compressed=True)
+    distinct, pairs = _merge(batch_lines, batch_pairs)  # empties both lists: the batches' arrays go as merged
+    lines = len(distinct)
+    offsets = np.searchsorted(pairs, np.arange(lines + 1, dtype=np.uint64) << np.uint64(32)).astype(np.uint32)
+    postings = pairs.astype(np.uint16 if len(ref_chars) <= 1 << 16 else np.uint32)  # the low bits: the rows
+    del pairs
+    _write_arrow(search_shard_path(folder, shard, LINES_FILE), pa.table({"text": _newline_ended(distinct)}),
+                 compressed=True)
     np.save(search_shard_path(folder, shard, OFFSETS_FILE), offsets)
     np.save(search_shard_path(folder, shard, POSTINGS_FILE), postings)
-    return list(keys), texts, row_ref, len(distinct)
+    return list(keys), texts, row_ref, lines
 
 
-def candidate_lines(texts: pa.StringArray, cut: np.ndarray) -> tuple[pa.StringArray, np.ndarray]:
-    """The lines of each text's candidate part (from the start of the line holding byte `cut[i]` to the end),
-    each with its newline if it has one, sharing `texts`' data; and the row (position in `texts`) of each."""
-    offsets = np.frombuffer(texts.buffers()[1], np.int32)[texts.offset : texts.offset + len(texts) + 1]
-    data = np.frombuffer(texts.buffers()[2] or b"", np.uint8)
-    begin, end = int(offsets[0]), int(offsets[-1])
-    after_newline = np.concatenate([np.flatnonzero(data[at : min(at + SCAN_BYTES, end)] == NEWLINE) + (at + 1)
-                                    for at in range(begin, end, SCAN_BYTES)] or [np.empty(0, np.int64)])
-    starts = np.sort(np.concatenate([offsets[:-1].astype(np.int64), after_newline]))
-    starts = starts[_starts_of_runs(starts)]
-    starts = starts[starts < end]
-    row = np.searchsorted(offsets[:-1], starts, side="right") - 1
-    holding_cut = starts[np.maximum(np.searchsorted(starts, cut, side="right") - 1, 0)] if len(starts) else cut
-    keep = starts >= holding_cut[row]
-    bounds = np.append(starts, end).astype(np.int32)
-    lines = pa.StringArray.from_buffers(len(starts), pa.py_buffer(bounds), texts.buffers()[2])
-    return lines.filter(pa.array(keep)), row[keep]
+def _reference_ids(keys: dict[bytes, int], texts: list[str], references: list[str]) -> np.ndarray:
+    """The position of each of `references` among the shard's distinct references (`keys`, by hash, and their
+    `texts`), those not seen yet added."""
+    ids = np.empty(len(references), np.int32)
+    for i, text in enumerate(references):
+        key = hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+        if key not in keys:
+            keys[key] = len(texts)
+            texts.append(text)
+        ids[i] = keys[key]
+    return ids
 
 
-def _newline_ended(lines: pa.Array) -> pa.Array:
-    """Every line with one newline at its end (the last line of a text has none), so that a batch's data is its
-    lines one after another and a reader can match many lines as one string."""
-    return pc.binary_join_element_wise(pc.utf8_rtrim(lines, characters="\n"), pa.scalar("", pa.string()), "\n")
+def _lines_only(dictionary: pa.Array, line: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """The distinct pieces that are lines (`line`: each line's position among them), renumbered: a text's part
+    before its candidate lines is a piece too, and goes unless a line is the same text."""
+    used = np.zeros(len(dictionary), bool)
+    used[line] = True
+    if used.all():
+        return dictionary, line
+    return dictionary.filter(pa.array(used)), (np.cumsum(used) - 1)[line]
 
 
-def _cut_bytes(texts: pa.StringArray, ref_chars: np.ndarray) -> np.ndarray:
-    """Where each text's reference ends, as a byte position in `texts`' data."""
-    offsets = np.frombuffer(texts.buffers()[1], np.int32)[texts.offset : texts.offset + len(texts) + 1]
-    cut = offsets[:-1].astype(np.int64) + ref_chars
-    not_ascii = np.flatnonzero(~pc.string_is_ascii(texts).to_numpy(zero_copy_only=False))
-    for i in not_ascii.tolist():  # characters to bytes
-        cut[i] = offsets[i] + len(texts[i].as_py()[: ref_chars[i]].encode("utf-8"))
-    return cut
+def _pairs(line: np.ndarray, rows: np.ndarray, first: int, batch_rows: int) -> np.ndarray:
+    """The distinct (line << 32 | row) pairs of a batch, sorted, rows counted from `first`. Sorted as uint32
+    (line << bits | row within the batch) where that fits: twice as fast as uint64."""
+    bits = max(batch_rows - 1, 1).bit_length()
+    if (int(line.max(initial=0)) + 1) << bits <= 1 << 32:
+        packed = _distinct((line.astype(np.uint32) << bits) | rows.astype(np.uint32))
+        return ((packed >> bits).astype(np.uint64) << 32) | ((packed & ((1 << bits) - 1)) + first).astype(np.uint64)
+    return _distinct((line.astype(np.uint64) << 32) | (rows + first).astype(np.uint64))
 
 
-def _references(texts: pa.StringArray, cut: np.ndarray) -> list[bytes]:
-    offsets = np.frombuffer(texts.buffers()[1], np.int32)[texts.offset : texts.offset + len(texts) + 1]
-    data = memoryview(texts.buffers()[2] or b"")
-    return [bytes(data[a:b]) for a, b in zip(offsets[:-1].tolist(), cut.tolist(), strict=True)]
+def _newline_ended(lines: pa.StringArray) -> pa.StringArray:
+    """Every line with one newline at its end (a text's last line has none), so that a batch's data is its lines
+    one after another and a reader can match many lines as one string. Only the few lines without one are
+    changed: a newline is put after each of them as their bytes are copied once."""
+    offsets = text_offsets(lines).astype(np.int64)
+    data = text_data(lines)[offsets[0] : offsets[-1]]
+    offsets -= offsets[0]
+    missing = (offsets[1:] == offsets[:-1]) | (data[np.maximum(offsets[1:] - 1, 0)] != NEWLINE)
+    if not missing.any():
+        return lines
+    added = np.concatenate(([0], np.cumsum(missing)))
+    return pa.StringArray.from_buffers(len(lines), pa.py_buffer((offsets + added).astype(np.int32)),
+                                       pa.py_buffer(np.insert(data, offsets[1:][missing], NEWLINE)))
 
 
 def _merge(batch_lines: list[pa.Array], batch_pairs: list[np.ndarray]) -> tuple[pa.Array, np.ndarray]:
     """The distinct lines over all batches, and the sorted (line << 32 | row) pairs with lines renumbered among
-    them (a batch's pairs hold its own line numbers; rows are distinct between batches)."""
+    them (a batch's pairs hold its own line numbers; rows are distinct between batches). Empties both lists,
+    so that each batch's arrays go once merged (a worker's peak memory is here)."""
     if not batch_lines:
         return pa.array([], pa.string()), np.empty(0, np.uint64)
     encoded = pc.dictionary_encode(pa.chunked_array(batch_lines, pa.string()))  # one dictionary for every chunk
-    renumbered = []
-    for chunk, pairs in zip(encoded.chunks, batch_pairs, strict=True):
-        line = chunk.indices.to_numpy().astype(np.uint64)[(pairs >> 32).astype(np.int64)]
-        renumbered.append((line << 32) | (pairs & 0xFFFFFFFF))
-    return encoded.chunk(0).dictionary, np.sort(np.concatenate(renumbered))
+    batch_lines.clear()
+    if encoded.num_chunks != len(batch_pairs):
+        raise ValueError("a batch without lines was merged (its chunk is dropped from the encoding)")
+    pairs = np.empty(sum(len(batch) for batch in batch_pairs), np.uint64)
+    at = 0
+    for chunk in encoded.chunks:
+        batch = batch_pairs.pop(0)
+        line = chunk.indices.to_numpy().astype(np.uint64)[(batch >> np.uint64(32)).astype(np.int64)]
+        pairs[at : at + len(batch)] = (line << np.uint64(32)) | (batch & np.uint64(0xFFFFFFFF))
+        at += len(batch)
+    pairs.sort()
+    return encoded.chunk(0).dictionary, pairs
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
@@ -197,19 +215,21 @@ def _starts_of_runs(ordered: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
 
 
-def _ref_chars_of(folder: Path, shard: int, index: pa.Table) -> np.ndarray:
-    """`ref_chars` of the rows of code shard `shard`, in the shard's order."""
-    ids = pq.read_table(code_path(folder, shard), columns=["id"])["id"]
-    where = pc.index_in(ids, value_set=index["id"]).to_numpy(zero_copy_only=False)
-    return index["ref_chars"].to_numpy()[where].astype(np.int64)
+def _ref_chars_of(folder: Path, ids: list[pa.Array]) -> list[np.ndarray]:
+    """`ref_chars` of the rows of each code shard (`ids`: its rows' ids, in its order), from index.parquet: one
+    lookup for every shard (one per shard rebuilt the set of every id each time: 2.6 CPU s at 601k rows)."""
+    index = pq.read_table(folder / INDEX_FILE, columns=["id", "ref_chars"])
+    where = pc.index_in(pa.concat_arrays(ids) if ids else pa.array([], pa.string()),
+                        value_set=index["id"]).to_numpy(zero_copy_only=False)
+    ref_chars = index["ref_chars"].to_numpy()[where].astype(np.int64)
+    return np.split(ref_chars, np.cumsum([len(shard_ids) for shard_ids in ids])[:-1]) if ids else []
 
 
-def _docs_of(folder: Path, shard: int, ref: np.ndarray) -> pa.Table:
+def _docs_of(folder: Path, shard: int, ids: pa.Array, ref: np.ndarray) -> pa.Table:
     meta = pq.read_metadata(code_path(folder, shard))
     sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
     rg = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
     rg_row = np.concatenate([np.arange(n, dtype=np.int32) for n in sizes]) if sizes else np.empty(0, np.int32)
-    ids = pq.read_table(code_path(folder, shard), columns=["id"])["id"].combine_chunks()
     return _docs_table(ids, np.full(len(ids), shard, np.int32), rg, rg_row, ref)
 
 

@@ -4,7 +4,7 @@
 -- `forward_arity_mismatch` where no argument count suits both forward signatures (fewest/most positional
 -- arguments; max -1: no bound; null: not known, no finding). `static_flags` stay null (not checked) until stage 2.
 -- Sorted by id.
-WITH keyed AS (
+WITH keyed AS MATERIALIZED (  -- `rows` is a stream, read once
     SELECT r.*, f.ref_chars, f.problem_key, f.title, f.ref_forward_min, f.ref_forward_max
     FROM rows r JOIN refs f USING (ref_hash, cut_chars)
 ), votes AS (
