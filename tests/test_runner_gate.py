@@ -90,33 +90,6 @@ def test_gate_prefers_timing_and_never_overlaps_it():
     assert gate2.acquire(EXCLUSIVE, abort=stop) is False  # held by the thread that waited
 
 
-def test_a_step_resuming_after_a_compile_passes_a_timing_stage_only_briefly(monkeypatch):
-    """A waiting timing stage keeps new shared steps out, but a step asking again after a compile (`resume`) gets
-    in while the timing stage has waited less than RESUME_GRACE_S; after that it waits too."""
-    from runner.pool import gate as gate_module
-
-    monkeypatch.setattr(gate_module, "RESUME_GRACE_S", 0.4)
-    gate = GpuGate()
-    assert gate.acquire(SHARED)  # a step in flight
-    timing = threading.Thread(target=gate.acquire, args=(EXCLUSIVE,))
-    timing.start()
-    while not gate._writers_waiting:
-        time.sleep(0.001)
-    stop = threading.Event()
-    threading.Timer(0.1, stop.set).start()
-    assert gate.acquire(SHARED, abort=stop) is False  # a new step waits behind the timing stage
-    assert gate.acquire(SHARED, resume=True)  # a resumed one does not, within the grace
-    gate.release(SHARED)
-    time.sleep(0.45)
-    late = threading.Event()
-    threading.Timer(0.1, late.set).start()
-    assert gate.acquire(SHARED, abort=late, resume=True) is False  # past the grace it waits too
-    gate.release(SHARED)
-    timing.join(5)
-    assert not timing.is_alive() and gate._writer
-    gate.release(EXCLUSIVE)
-
-
 def test_lanes_share_a_gpu():
     slots = make_slots("cuda", gpus=["H200", "H200"], jobs_per_gpu=3)
     assert [(s.name, s.visible_devices, s.lanes) for s in slots] == [

@@ -8,12 +8,6 @@ runs beside one. Waiting for the gate does not count against a job's timeout. Th
 host's runner processes too (a service beside a bulk run): `runner.pool.host_lock`.
 `GpuGate.report()` gives how long the GPU was held (shared or exclusive: "busy") and timed (exclusive).
 
-A step that gave the gate back for a Triton compile and asks for it again (`resume`) is let in ahead of a timing
-stage that has waited less than RESUME_GRACE_S (issue 22): it held the gate before the timing stage asked, and
-without this a compile pass of many configs queued once per config behind every timing stage in a row (on one
-H200 with 6 jobs, ~3.6 s a row of the compile and first-call phases was waiting; with 10 jobs they doubled). Its
-wait for the GPU stays bounded: after the grace, resumed steps wait like any other.
-
 Child side, `ChildGate`: the child asks its parent over the result channel (`{"event": "gate", "mode":
 "shared"|"exclusive"|"release"}`) and waits for a `go` line on its spec pipe, which stays open for that. The
 parent (`runner.pool.sandbox`) acquires the job's `GpuGate` for it, and releases whatever the job still holds when it
@@ -33,7 +27,6 @@ from runner.pool.host_lock import HostLock, host_lock_for
 
 SHARED, EXCLUSIVE, RELEASE = "shared", "exclusive", "release"
 WAIT_POLL_S = 0.1
-RESUME_GRACE_S = 0.5  # a step resuming after a compile passes a timing stage that has waited less than this
 
 
 class GpuGate:
@@ -47,7 +40,6 @@ class GpuGate:
         self._readers = 0
         self._writer = False
         self._writers_waiting = 0
-        self._writer_waiting_since = 0.0  # when the oldest timing stage still waiting (or the next one) began
         self._host_pending = False  # the first reader is taking the host lock: the others wait for it
         self._created = time.monotonic()
         self._busy_since: float | None = None
@@ -63,14 +55,13 @@ class GpuGate:
             self._cond.wait(WAIT_POLL_S)
         return True
 
-    def acquire(self, mode: str, abort: threading.Event | None = None, resume: bool = False) -> bool:
-        """Block until held in `mode`; False (not held) if `abort` is set first. `resume`: a shared step asking
-        again after a compile (see the module docstring)."""
+    def acquire(self, mode: str, abort: threading.Event | None = None) -> bool:
+        """Block until held in `mode`; False (not held) if `abort` is set first."""
         if self.host is None:
-            return self._acquire(mode, abort, resume)
+            return self._acquire(mode, abort)
         self.host.waiting(True)
         try:
-            return self._acquire(mode, abort, resume)
+            return self._acquire(mode, abort)
         finally:
             self.host.waiting(False)
 
@@ -79,29 +70,19 @@ class GpuGate:
         (`HostLock.defer_reader`)."""
         return self._readers > 0 and self.host is not None and self.host.defer_reader()
 
-    def _writers_first(self, resume: bool) -> bool:
-        """A waiting timing stage keeps this shared step out: always, unless the step resumes after a compile and
-        the timing stage has waited less than RESUME_GRACE_S."""
-        if not self._writers_waiting:
-            return False
-        return not resume or time.monotonic() - self._writer_waiting_since >= RESUME_GRACE_S
-
-    def _acquire(self, mode: str, abort: threading.Event | None, resume: bool = False) -> bool:
+    def _acquire(self, mode: str, abort: threading.Event | None) -> bool:
         with self._cond:
             if mode == EXCLUSIVE:
-                if not self._writers_waiting:
-                    self._writer_waiting_since = time.monotonic()
                 self._writers_waiting += 1
                 try:
                     if not self._wait(lambda: self._writer or self._readers, abort):
                         return False
                 finally:
                     self._writers_waiting -= 1
-                    self._writer_waiting_since = time.monotonic()  # the next waiting one's grace starts now
                 self._writer = True
                 to_host = self.host is not None
             elif mode == SHARED:
-                if not self._wait(lambda: self._writer or self._writers_first(resume) or self._host_pending
+                if not self._wait(lambda: self._writer or self._writers_waiting or self._host_pending
                                   or self._foreign_first(), abort):
                     return False
                 self._readers += 1
@@ -228,8 +209,8 @@ class ChildGate:
             self._held = None
             self._release()
 
-    def _ask(self, mode: str, resume: bool = False) -> None:
-        self._send({"event": "gate", "mode": mode, **({"resume": True} if resume else {})})
+    def _ask(self, mode: str) -> None:
+        self._send({"event": "gate", "mode": mode})
         if self._control.readline().strip() != b"go":
             raise RuntimeError("the runner closed this job's GPU gate")
 
@@ -245,7 +226,7 @@ class ChildGate:
         try:
             yield
         finally:
-            self._ask(held, resume=True)
+            self._ask(held)
             self._held = held
 
     @property
@@ -263,7 +244,7 @@ class ChildGate:
     def take_again(self, mode: str) -> None:
         """For a relay: take the gate again in `mode` after `give_back` (as `paused` does on leaving)."""
         if self._send is not None and self._control is not None and self._held is None:
-            self._ask(mode, resume=True)
+            self._ask(mode)
             self._held = mode
 
     @contextlib.contextmanager

@@ -107,7 +107,7 @@ class _Channel(threading.Thread):
                     if self.first_event_at is None:
                         self.first_event_at = time.monotonic()
                 elif event.get("event") == "gate":
-                    self._gate(event.get("mode"), event.get("resume") is True)
+                    self._gate(event.get("mode"))
                 elif event.get("event") == "result" and isinstance(event.get("result"), dict):
                     if event.get("key") == self.key:
                         self.result = event["result"]
@@ -118,7 +118,7 @@ class _Channel(threading.Thread):
             self.file.close()
             self.close_gate()
 
-    def _gate(self, mode: Any, resume: bool = False) -> None:
+    def _gate(self, mode: Any) -> None:
         if self.gate is None:
             return
         if mode == RELEASE:
@@ -130,7 +130,7 @@ class _Channel(threading.Thread):
         if mode not in (SHARED, EXCLUSIVE) or self.held:
             return
         self._waiting_since = time.monotonic()
-        got = self.gate.acquire(mode, abort=self.gate_closed, resume=resume)
+        got = self.gate.acquire(mode, abort=self.gate_closed)
         with self._gate_lock:  # close_gate takes it too: no "go" is written once the job is over
             self._waited_s += time.monotonic() - self._waiting_since
             self._waiting_since = None
