@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from runner.spec import RunSpec
 
 
+REF_TIMING_REUSED = "ref_timing_reused"  # Model's timing came from an earlier job (runner.pool.reference_timings)
+
+
 class ErrorType(StrEnum):
     """Measured error types (design §3); `ok` is the type of a passing run (stored as error_type null)."""
 

@@ -35,8 +35,8 @@ from runner.child.reference import NoReference, reference_source
 from runner.child.steps import Steps, Stop, fail, import_file, inputs_digest
 from runner.options import EvalOptions
 from runner.pool.gate import EXCLUSIVE, NO_GATE, SHARED, ChildGate
-from runner.pool.reference_timings import REUSED_FLAG
 from runner.profiles import LADDER
+from runner.result import REF_TIMING_REUSED as REUSED_FLAG
 from runner.result import ErrorType, OutputDiff, RunResult
 
 REFERENCE_MODULE = "tlx_reference"

@@ -19,9 +19,8 @@ import hashlib
 import threading
 from typing import Any
 
+from runner.result import REF_TIMING_REUSED as REUSED_FLAG
 from runner.result import RunResult
-
-REUSED_FLAG = "ref_timing_reused"
 
 
 def reference_key(program: str, options_key: str, gpu: str) -> str | None:
