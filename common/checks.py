@@ -123,6 +123,8 @@ CHECKS: tuple[Check, ...] = (
        "the usual trials, the spread being tight."),
     _r("timing_max_trials", "max trials reached", "timing reached its maximum number of calls before the spread "
        "was tight."),
+    _r("reference_timing_reused", "Model's timing reused", "a bulk run timed Model once for this reference text, "
+       "settings and GPU; this row's speedup uses that timing (method.reference_timing names the run)."),
     _r("timing_do_bench", "timed by do_bench", "timed with Triton's do_bench as a cross-check method."),
     _r("candidate_crashed", "candidate process crashed", "the process running ModelNew died or stopped answering."),
     _r("candidate_protocol_error", "candidate protocol error", "the process running ModelNew answered the judge "

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from runner.spec import RunSpec
 
 
-REF_TIMING_REUSED = "ref_timing_reused"  # Model's timing came from an earlier job (runner.pool.reference_timings)
+REF_TIMING_REUSED = "reference_timing_reused"  # Model's timing came from an earlier job (runner.pool.reference_timings)
 
 
 class ErrorType(StrEnum):

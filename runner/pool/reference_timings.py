@@ -6,7 +6,7 @@ dataset's 601k rows a few thousand. Timing Model again for each of them costs th
 bounds a shared GPU's throughput, and measures the same thing: KernelBench itself times each problem's reference
 once per hardware and keeps it (its baseline file). So a bulk run (`evaluate_on_slot(..., reuse_reference_timing=
 True)`) hands a job the Model timing an earlier job of this process measured for the same reference text, the same
-settings and the same GPU; the judge then times ModelNew alone and says so (`ref_timing_reused` and
+settings and the same GPU; the judge then times ModelNew alone and says so (`reference_timing_reused` and
 `method.reference_timing`). The key is the exact reference text, so a row whose reference was changed gets its
 own timing. The service's re-runs measure both every time (a re-run is asked to confirm a timing).
 
