@@ -214,8 +214,7 @@ def _write_index(tmp: Path, spilled: list[FileRows], refs: References, writer: C
 
 def _located_rows(spilled: list[FileRows], writer: CodeWriter) -> pa.RecordBatchReader:
     """The spilled index rows, each with its code row group (`code_rg`), a batch at a time."""
-    first = next(spilled[0].batches())
-    schema = first.schema.append(pa.field("code_rg", pa.int32()))
+    schema = spilled[0].schema.append(pa.field("code_rg", pa.int32()))
 
     def located():
         for got in spilled:

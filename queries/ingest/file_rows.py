@@ -26,7 +26,7 @@ class FileRows:
         self.rows_read = 0
         self._sink: pa.OSFile | None = None
         self._writer: pa.ipc.RecordBatchFileWriter | None = None
-        self._schema: pa.Schema | None = None
+        self.schema: pa.Schema | None = None  # of the spilled rows, once one batch is written
 
     def add(self, table: pa.Table, fields: Future) -> None:
         """Index rows of one batch, whose `program_fields` the future brings."""
@@ -67,9 +67,9 @@ class FileRows:
         if self._writer is None:
             self.spill.parent.mkdir(exist_ok=True)
             self._sink = pa.OSFile(str(self.spill), "wb")
-            self._schema = table.schema
+            self.schema = table.schema
             self._writer = pa.ipc.new_file(self._sink, table.schema)
-        self._writer.write_table(table if table.schema == self._schema else table.cast(self._schema))
+        self._writer.write_table(table if table.schema == self.schema else table.cast(self.schema))
 
     def _close(self) -> None:
         if self._writer is not None:
