@@ -70,7 +70,10 @@ def test_a_gpu_child_is_started_with_its_plan(monkeypatch, tmp_path):
         with pytest.raises(Stop):
             spares.start_child(EvalOptions(device=device, visible_devices=visible, work_root=str(tmp_path)))
     main = [cmd[cmd.index("runner.child.main"):] for cmd in seen]
-    assert main[0][-4:] == ["--cpus", "0,1,2", "--timing-cpu", "3"] and "--cpus" not in main[1]
+    plan = main[0][main[0].index("--cpus"):]
+    assert plan[:4] == ["--cpus", "0,1,2", "--timing-cpu", "3"] and "--cpus" not in main[1]
+    assert plan[4] == "--gpu-lock-fds" and len(plan[5].split(",")) == 4  # the host lock for both processes' warm-up
+    assert main[1][-2:] == ["--gpu-lock-fds", ""]  # a CPU job touches no GPU
 
 
 PROBE = """

@@ -21,7 +21,7 @@ class FakeSandbox:
         self.running = 0
         self.big_runs: list[int] = []  # how many jobs ran (itself included) during each run of "big"
 
-    def __call__(self, program, options, *, result_id, row_id, cancel=None, gate=None) -> RunResult:
+    def __call__(self, program, options, *, result_id, row_id, cancel=None, gate=None, reference_timing=None) -> RunResult:
         with self.lock:
             self.running += 1
         try:
