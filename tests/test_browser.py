@@ -66,9 +66,9 @@ def settle(tab, timeout_ms: int = 20000) -> None:
     tab.wait_for_timeout(700)  # charts and data grids draw after the run ends
 
 
-def visit(tab, base: str, path: str, shot: str) -> None:
+def visit(tab, base: str, path: str, shot: str, timeout_ms: int = 20000) -> None:
     tab.goto(base + path)
-    settle(tab)
+    settle(tab, timeout_ms)
     assert tab.locator("[data-testid='stException']").count() == 0, f"exception shown on {path}"
     SHOTS.mkdir(parents=True, exist_ok=True)
     tab.screenshot(path=str(SHOTS / f"{shot}.png"), full_page=True)

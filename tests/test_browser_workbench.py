@@ -17,7 +17,9 @@ INJECTION = "x` [phish](https://example.com/login) ![pix](https://example.com/p.
 
 def test_compare_from_the_leaderboard_and_rerun_both(app, page):  # noqa: F811
     base, store = app
-    visit(page, base, f"/problem?problem={problem_key(store, 'Doubling')}", "problem-compare")
+    # the module's first page: a cold server beside the runner service's spares importing torch (in a full CI run
+    # on 2 cores its first script run took over 20 s, twice)
+    visit(page, base, f"/problem?problem={problem_key(store, 'Doubling')}", "problem-compare", timeout_ms=90000)
     page.get_by_text("Compare two candidates").click()
     page.get_by_test_id("stExpanderDetails").get_by_role("link", name="Compare").click()
     page.wait_for_url(lambda url: "/compare?" in url and "a=" in url and "b=" in url, timeout=15000)
