@@ -1,10 +1,10 @@
 """What a spare child warms up while it waits for its job (`runner.child.main`), beyond importing torch and triton.
 
 On a CUDA machine (not in interpreter mode) it creates the CUDA context on its visible device and runs one tiny
-matmul (cuBLAS), one tiny convolution (cuDNN), holding the GPU's host lock shared meanwhile where its parent
-passed it one (`gpu_held`: a context being made beside a timing stage stretched some of its calls), and, in the candidate's process only, one tiny Triton kernel
-(Triton's compiler, driver utilities and launcher machinery): the judge runs no Triton code, and importing triton
-and compiling that kernel cost each spare seconds of CPU. Those are first-use costs of every job, not of the program under test; paying them before the
+matmul (cuBLAS) and one tiny convolution (cuDNN), holding the GPU's host lock shared meanwhile where its parent
+passed it one (`gpu_held`: no timing stage runs beside a context being made), and, in the candidate's process
+only, one tiny Triton kernel (Triton's compiler, driver utilities and launcher machinery): the judge runs no
+Triton code, and importing triton and compiling that kernel cost each spare seconds of CPU. Those are first-use costs of every job, not of the program under test; paying them before the
 job arrives is most of what a re-run costs beyond its timing loops. The warm-up kernel is compiled into the spare's
 own temp dir, never into the shared per-program cache. Nothing here may fail a job: errors are swallowed, and the
 job then pays those costs itself.
