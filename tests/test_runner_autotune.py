@@ -106,3 +106,80 @@ def test_autotuners_left_to_triton_are_benchmarked_briefly_and_authors_benchmark
     assert out["brief"] == 2  # both configs of the default-benchmark autotuner
     assert out["own"] == 2  # the author's own benchmark ran for each config, not the brief one
     assert not out["left"]  # the substitute is gone after tuning
+
+
+PRECOMPILE_SCRIPT = r'''
+import contextlib, json, os, threading
+os.environ["TRITON_INTERPRET"] = "1"
+import torch, triton, triton.language as tl
+from runner.child import autotune
+from runner.pool import gate
+
+autotune.install(compile_threads=int(os.environ["THREADS"]))
+pauses = []
+
+class RecordingGate(gate.ChildGate):
+    @contextlib.contextmanager
+    def paused(self):
+        pauses.append(threading.current_thread().name)
+        yield
+
+gate.install(RecordingGate(None, None))
+
+@triton.autotune(configs=[triton.Config({"BLOCK": b}) for b in (8, 16, 32)], key=["n"],
+                 prune_configs_by={"early_config_prune": lambda configs, nargs, **kw: configs[1:]})
+@triton.jit
+def add_one(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+
+calls = []
+real_run = add_one.fn.run
+
+def recording_run(*args, **kwargs):
+    calls.append({"BLOCK": kwargs.get("BLOCK"), "warmup": kwargs["warmup"], "thread": threading.current_thread().name,
+                  "x_is_the_callers": kwargs.get("x_ptr") is x or (args and args[0] is x), "n": kwargs.get("n", 64)})
+    if kwargs["warmup"] and kwargs.get("BLOCK") == 16:
+        raise RuntimeError("this config fails to compile")  # left to the benchmark
+    return real_run(*args, **kwargs)
+
+add_one.fn.run = recording_run
+x = torch.zeros(64)
+grid = lambda m: (triton.cdiv(64, m["BLOCK"]),)
+with autotune.compile_pass():
+    add_one[grid](x, 64)
+inside = calls[:]
+calls.clear()
+add_one.do_bench = lambda kernel_call, quantiles=None: (kernel_call(), [1.0] * 3)[1]  # the real one needs a GPU
+add_one[grid](x, 64)  # outside a pass: nothing is precompiled
+print(json.dumps({"inside": inside, "outside": calls, "pauses": pauses, "x": x[:2].tolist()}))
+'''
+
+
+def _precompile_run(threads: int) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "THREADS": str(threads)}
+    proc = subprocess.run([sys.executable, "-c", PRECOMPILE_SCRIPT], capture_output=True, text=True, timeout=240,
+                          env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_the_compile_pass_compiles_the_kept_configs_side_by_side_first_with_the_gate_given_back_once():
+    out = _precompile_run(threads=4)
+    warm = [c for c in out["inside"] if c["warmup"]]
+    # the configs pruning kept (16 and 32, not 8), compiled without launching, on the compile threads, with the
+    # call's own arguments
+    assert sorted(c["BLOCK"] for c in warm) == [16, 32], out
+    assert all(c["thread"].startswith("tlx-compile") and c["x_is_the_callers"] and c["n"] == 64 for c in warm)
+    assert [c["warmup"] for c in out["inside"][:2]] == [True, True]  # both compiled before any launch
+    launched = [c["BLOCK"] for c in out["inside"] if not c["warmup"]]
+    assert launched[:2] == [16, 32]  # then each kept config ran once (the failed compile was retried by the pass)
+    assert out["pauses"] == ["MainThread"]  # the gate given back once, for all the configs
+    assert not [c for c in out["outside"] if c["warmup"]]  # outside a pass nothing is precompiled
+    assert out["x"] == [len(launched) + len(out["outside"])] * 2
+
+
+def test_one_compile_thread_leaves_the_compile_pass_as_triton_runs_it():
+    out = _precompile_run(threads=1)
+    assert not [c for c in out["inside"] if c["warmup"]] and out["pauses"] == []

@@ -20,26 +20,38 @@ method (L2 cleared before each call, CUDA events, the quantiles asked for) over 
 and `autotune_rep_ms`, but never fewer than `AUTOTUNE_MIN_REPS` measured calls (do_bench measures a 16 ms config
 once in 25 ms, and a run on another machine then picked a config 13% slower). One whose author chose a benchmark keeps it.
 
-`install()` wraps `Autotuner._bench` in the child (after importing triton); a Triton whose autotuner lacks
-`_bench` or `do_bench` benchmarks for real in the compile pass too, which is slower but still correct."""
+In the compile pass, each autotuner's configs for the call in hand are compiled side by side before any runs
+(`precompile`: `compile_threads` threads, Triton's `run(..., warmup=True)`, which compiles and launches nothing),
+with the GPU gate given back once for all of them. Config by config, each compile gave the gate back and asked
+again behind every waiting timing stage, and the configs' compiles ran one after the other: 4.4 s of a 12.7 s
+job on the H200 (BENCHMARKS.md, issue 22). A config that fails to compile there is compiled again by the pass
+itself, which meets the same error and handles it as Triton does.
+
+`install()` wraps `Autotuner._bench` and `Autotuner.prune_configs` in the child (after importing triton); a Triton
+whose autotuner lacks `_bench` or `do_bench` benchmarks for real in the compile pass too, which is slower but
+still correct."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 _compile_only = False
 _tuners: dict[int, Any] = {}  # the autotuners that ran in the current compile pass, by id
 _brief_bench: Callable[..., Any] | None = None  # do_bench for autotuners left at Triton's default benchmark
 _default_bench: Callable[..., Any] | None = None  # Triton's default (triton.testing.do_bench)
+_compile_threads = 1  # configs compiled at once in the compile pass (1: one by one, as Triton does)
 
 
-def install(warmup_ms: float | None = None, rep_ms: float | None = None) -> None:
+def install(warmup_ms: float | None = None, rep_ms: float | None = None, compile_threads: int = 1) -> None:
     """Make `Autotuner._bench` obey `compile_pass` and benchmark default-benchmark autotuners with
-    `brief_do_bench(warmup_ms, rep_ms)` (either None: Triton's own do_bench); a second call wraps nothing twice."""
-    global _brief_bench, _default_bench
+    `brief_do_bench(warmup_ms, rep_ms)` (either None: Triton's own do_bench), and compile each autotuner's configs
+    `compile_threads` at a time in the compile pass; a second call wraps nothing twice."""
+    global _brief_bench, _default_bench, _compile_threads
     try:
         from triton.runtime.autotuner import Autotuner
         from triton.testing import do_bench
@@ -53,6 +65,10 @@ def install(warmup_ms: float | None = None, rep_ms: float | None = None) -> None
     bench = getattr(Autotuner, "_bench", None)
     if callable(bench) and not getattr(bench, "_tlx_wrapped", False):
         Autotuner._bench = _obeying_compile_pass(bench)
+    _compile_threads = max(1, compile_threads)
+    prune = getattr(Autotuner, "prune_configs", None)
+    if callable(prune) and not getattr(prune, "_tlx_wrapped", False):
+        Autotuner.prune_configs = _precompiling(prune)
 
 
 def _run_once(kernel_call: Callable[[], Any], quantiles: Any = None, **_: Any) -> Any:
@@ -94,6 +110,49 @@ def _obeying_compile_pass(real: Callable[..., Any]) -> Callable[..., Any]:
 
     bench._tlx_wrapped = True  # type: ignore[attr-defined]
     return bench
+
+
+def _precompiling(real: Callable[..., Any]) -> Callable[..., Any]:
+    """`Autotuner.prune_configs` (called once per benchmark, just before it) that, in the compile pass, first
+    compiles the configs it keeps."""
+    def prune_configs(tuner: Any, kwargs: dict[str, Any], *args: Any, **more: Any) -> Any:
+        configs = real(tuner, kwargs, *args, **more)
+        if _compile_only and _compile_threads > 1 and len(configs) > 1:
+            precompile(tuner, configs, kwargs)
+        return configs
+
+    prune_configs._tlx_wrapped = True  # type: ignore[attr-defined]
+    return prune_configs
+
+
+def precompile(tuner: Any, configs: list[Any], meta: dict[str, Any]) -> None:
+    """Compile `tuner`'s `configs` for the call in hand (its arguments in `tuner.nargs`, the launch's keywords
+    in `meta`), `_compile_threads` at a time, launching nothing, with the job's GPU gate given back meanwhile.
+    Errors are left for the benchmark, which compiles a failed config again."""
+    from runner.pool.gate import current
+
+    call = {**(getattr(tuner, "nargs", None) or {}), **{k: v for k, v in meta.items() if k != "warmup"}}
+    device = _current_cuda_device()
+
+    def compile_one(config: Any) -> None:
+        if device is not None:
+            import torch
+
+            torch.cuda.set_device(device)  # a thread starts on device 0; Triton compiles for the current one
+        with contextlib.suppress(Exception):
+            tuner.fn.run(**call, **config.all_kwargs(), warmup=True)
+
+    with current().paused(), ThreadPoolExecutor(min(_compile_threads, len(configs)),
+                                                thread_name_prefix="tlx-compile") as pool:
+        list(pool.map(compile_one, configs))
+
+
+def _current_cuda_device() -> int | None:
+    torch = sys.modules.get("torch")
+    try:
+        return torch.cuda.current_device() if torch is not None and torch.cuda.is_initialized() else None
+    except RuntimeError:
+        return None
 
 
 @contextlib.contextmanager

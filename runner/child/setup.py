@@ -28,7 +28,8 @@ def device_runtime(options: EvalOptions, device: str, gate_hooks: bool) -> bool:
     if device == "cuda":
         from runner.child import autotune
 
-        autotune.install(options.timing.autotune_warmup_ms, options.timing.autotune_rep_ms)
+        autotune.install(options.timing.autotune_warmup_ms, options.timing.autotune_rep_ms,
+                         compile_threads=process.cuda_cpu_threads())
         if gate_hooks:
             from runner.pool.gate import install_triton_hooks
 
