@@ -389,8 +389,10 @@ def test_gate_wait_does_not_count_against_the_timeout(tmp_path):
 
 def test_compiling_gives_the_gate_back():
     """Triton's compile (wrapped by install_triton_hooks) gives a held gate back (after the GPU drained the job's
-    queued work) and takes it again after; outside a hold compiling asks nothing."""
+    queued work) and takes it again after, unless it ends within the grace (a cache hit); outside a hold
+    compiling asks nothing."""
     import io
+    import time
 
     from runner.pool import gate as gate_module
 
@@ -398,13 +400,21 @@ def test_compiling_gives_the_gate_back():
     child = gate_module.ChildGate(lambda event: sent.append(event["mode"]), io.BytesIO(b"go\n" * 20),
                                   drain=lambda: sent.append("drain"))
     compiled = gate_module._paused_while(lambda: "kernel")
+    slow = gate_module._paused_while(lambda: time.sleep(gate_module.PAUSE_GRACE_S + 0.25) or "slow kernel")
     saved = gate_module.current()
     gate_module.install(child)
     try:
         assert compiled() == "kernel" and sent == []
         with child.shared():
-            assert compiled() == "kernel"
+            assert slow() == "slow kernel"
         assert sent == [SHARED, "drain", "release", SHARED, "drain", "release"]
+        sent.clear()
+        with child.shared():
+            assert compiled() == "kernel"  # within the grace: the gate is kept
+            with child.paused():
+                with child.paused():  # a pause inside a pause does nothing
+                    time.sleep(gate_module.PAUSE_GRACE_S + 0.25)
+        assert sent == [SHARED, "drain", "drain", "release", SHARED, "drain", "release"]
         sent.clear()
         with child.hold(EXCLUSIVE):
             with child.shared():  # inside a held gate nothing more is asked

@@ -27,6 +27,7 @@ from runner.pool.host_lock import HostLock, host_lock_for
 
 SHARED, EXCLUSIVE, RELEASE = "shared", "exclusive", "release"
 WAIT_POLL_S = 0.1
+PAUSE_GRACE_S = 0.05  # CPU work inside a held gate shorter than this keeps it (`ChildGate.paused`)
 
 
 class GpuGate:
@@ -187,6 +188,7 @@ class ChildGate:
         self._send, self._control = send, control
         self._drain = drain  # waits for the job's queued GPU work (torch.cuda.synchronize) before a release
         self._held: str | None = None
+        self._pausing = False
 
     def _release(self) -> None:
         """Give the gate back once the GPU has finished what this job queued under it (kernels run
@@ -215,19 +217,32 @@ class ChildGate:
             raise RuntimeError("the runner closed this job's GPU gate")
 
     @contextlib.contextmanager
-    def paused(self) -> Iterator[None]:
-        """Give a held gate back for CPU-only work (Triton compiling a kernel), and take it again after."""
+    def paused(self, grace_s: float = PAUSE_GRACE_S) -> Iterator[None]:
+        """Give a held gate back for CPU-only work (Triton compiling a kernel) that lasts over `grace_s`, and take
+        it again after. Work that ends sooner (a compile found in Triton's cache) keeps the gate: giving it back
+        and asking again would wait behind every waiting timing stage (a warm re-run beside a bulk pass spent 3 s
+        so). The job's queued GPU work is waited for on entry; the gate is given back from a timer thread; a pause
+        inside a pause does nothing."""
         held = self._held
-        if held is None:
+        if held is None or self._pausing:
             yield
             return
-        self._release()
-        self._held = None
+        self._pausing = True
+        self._drain()  # here, on the job's thread and device: nothing is queued after it until the pause ends
+        late = _LateRelease(lambda: self._send({"event": "gate", "mode": RELEASE}))
+        timer = threading.Timer(grace_s, late.fire)
+        timer.daemon = True
+        timer.start()
         try:
             yield
         finally:
-            self._ask(held)
-            self._held = held
+            timer.cancel()
+            released = late.close()
+            self._pausing = False
+            if released:
+                self._held = None
+                self._ask(held)
+                self._held = held
 
     @property
     def held_mode(self) -> str | None:
@@ -266,6 +281,25 @@ class ChildGate:
 
     def exclusive(self) -> contextlib.AbstractContextManager[None]:
         return self._hold(EXCLUSIVE)
+
+
+class _LateRelease:
+    """A release that a timer may fire once, unless the pause has closed first; `close` says whether it fired."""
+
+    def __init__(self, release: Callable[[], None]) -> None:
+        self._release, self._lock = release, threading.Lock()
+        self._fired = self._closed = False
+
+    def fire(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._fired = True
+                self._release()
+
+    def close(self) -> bool:
+        with self._lock:
+            self._closed = True
+            return self._fired
 
 
 NO_GATE = ChildGate(None, None)
