@@ -12,6 +12,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+ADD_ONE = r'''@triton.jit
+def add_one(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+'''
+
 SCRIPT = r'''
 import json, os
 os.environ["TRITON_INTERPRET"] = "1"
@@ -27,12 +34,7 @@ def hook(name):
 
 @triton.autotune(configs=[triton.Config({"BLOCK": 16}, pre_hook=hook("16")),
                           triton.Config({"BLOCK": 32}, pre_hook=hook("32"))], key=["n"])
-@triton.jit
-def add_one(x_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
-
+''' + ADD_ONE + r'''
 benchmarked = []
 x = torch.zeros(64)
 with autotune.compile_pass() as tuners:
@@ -128,12 +130,7 @@ gate.install(RecordingGate(None, None))
 
 @triton.autotune(configs=[triton.Config({"BLOCK": b}) for b in (8, 16, 32)], key=["n"],
                  prune_configs_by={"early_config_prune": lambda configs, nargs, **kw: configs[1:]})
-@triton.jit
-def add_one(x_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
-
+''' + ADD_ONE + r'''
 calls = []
 real_run = add_one.fn.run
 

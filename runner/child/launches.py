@@ -34,6 +34,12 @@ from typing import Any
 TOP_KERNELS = 5
 CALIBRATION_CYCLES = 1_000_000
 MAX_PREFILL_MS = 50.0
+# A short call whose Triton share reads low is recorded again, up to GAPPED_CALL_TRIES calls in all, and the call
+# with the least other time kept: a host gap (the process descheduled past the filled queue, on a loaded host) only
+# ever adds to the other time, and an honest one-kernel call read under 0.9 once in a full GPU test run.
+GAPPED_CALL_TRIES = 3
+GAPPED_SHARE = 0.9
+GAPPED_CALL_MS = 5.0
 
 
 def _jit_classes() -> list[type]:
@@ -187,6 +193,28 @@ def account(call: Callable[[], Any], module: Any, device: str, prefill_ms: float
         record.update(method="triton_launch_hook", triton_launches=len(launches), top_kernels=_top(by_name, set(by_name)),
                       reason="the CPU interpreter gives no GPU times: Triton launches counted, GPU-time share not checked")
         return record
+    best: dict[str, Any] | None = None
+    for _ in range(GAPPED_CALL_TRIES):
+        launches, call_ms = _timed_launches(call, prefill_ms)
+        if not launches:
+            return _profiled(call, declared_kernels(module), record) if profile else {**record, "profile_pending": True}
+        by_name: dict[str, list[float | None]] = {}
+        for name, start, stop in launches:
+            by_name.setdefault(name, []).append(start.elapsed_time(stop))
+        triton_ms = sum(sum(v) for v in by_name.values())
+        other_ms = max(call_ms - triton_ms, 0.0)
+        if best is None or other_ms < best["other_ms"]:
+            best = dict(record, method="triton_launch_events", triton_launches=len(launches),
+                        triton_ms=round(triton_ms, 4), other_ms=round(other_ms, 4),
+                        triton_share=_share(triton_ms, other_ms), top_kernels=_top(by_name, set(by_name)))
+        share = best["triton_share"]
+        if share is None or share >= GAPPED_SHARE or call_ms > GAPPED_CALL_MS:
+            break
+    return best
+
+
+def _timed_launches(call: Callable[[], Any], prefill_ms: float) -> tuple[list[tuple[str, Any, Any]], float]:
+    """One call of `call` behind a filled queue: its Triton launches with their events, and its GPU span (ms)."""
     import torch
 
     torch.cuda.synchronize()
@@ -196,18 +224,7 @@ def account(call: Callable[[], Any], module: Any, device: str, prefill_ms: float
         call()
         end = _recorded_event()
         torch.cuda.synchronize()
-    if not launches:
-        return _profiled(call, declared_kernels(module), record) if profile else {**record, "profile_pending": True}
-    call_ms = begin.elapsed_time(end)
-    by_name = {}
-    for name, start, stop in launches:
-        by_name.setdefault(name, []).append(start.elapsed_time(stop))
-    triton_ms = sum(sum(v) for v in by_name.values())
-    other_ms = max(call_ms - triton_ms, 0.0)
-    record.update(method="triton_launch_events", triton_launches=len(launches), triton_ms=round(triton_ms, 4),
-                  other_ms=round(other_ms, 4), triton_share=_share(triton_ms, other_ms),
-                  top_kernels=_top(by_name, set(by_name)))
-    return record
+    return launches, (begin.elapsed_time(end) if launches else 0.0)
 
 
 def _profiled(call: Callable[[], Any], declared: set[str], record: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,50 @@
+"""`runner.child.launches.account` on CUDA, its GPU times faked: a short call whose Triton share reads low is
+recorded again (a host gap only ever adds to the other time) and the least gapped call is kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from runner.child import launches
+
+
+class Event:
+    def __init__(self, ms: float) -> None:
+        self.ms = ms
+
+    def elapsed_time(self, other: Event) -> float:
+        return other.ms - self.ms
+
+
+def one_call(call_ms: float, kernel_ms: float) -> tuple[list, float]:
+    return [("silu_kernel", Event(0.0), Event(kernel_ms))], call_ms
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    queue: list[tuple[list, float]] = []
+    made: list[int] = []
+
+    def timed(call, prefill_ms):
+        made.append(1)
+        return queue.pop(0)
+
+    monkeypatch.setattr(launches, "_timed_launches", timed)
+    return queue, made
+
+
+def test_a_gapped_short_call_is_recorded_again_and_the_least_gapped_kept(calls):
+    queue, made = calls
+    queue += [one_call(1.0, 0.1), one_call(0.12, 0.1), one_call(0.5, 0.1)]
+    record = launches.account(lambda: None, None, "cuda")
+    assert len(made) == 3 and record["triton_ms"] == 0.1 and record["other_ms"] == 0.02
+    assert record["triton_share"] == 0.8333 and record["triton_launches"] == 1
+
+
+def test_a_clean_call_or_a_long_one_is_recorded_once(calls):
+    queue, made = calls
+    queue += [one_call(0.105, 0.1)]
+    assert launches.account(lambda: None, None, "cuda")["triton_share"] == 0.9524 and len(made) == 1
+    made.clear()
+    queue += [one_call(20.0, 1.0)]  # mostly torch's own work: a real reading, not a gap
+    assert launches.account(lambda: None, None, "cuda")["triton_share"] == 0.05 and len(made) == 1
