@@ -17,7 +17,7 @@
 `run` prints and writes (DIR/summary.json) runs/min, verdict counts, the GPU gate's figures per GPU (busy: some
 job's GPU step or timing held it; timing: a timing stage held it alone), the GPU's own busy fraction (mean of
 nvidia-smi `utilization.gpu`, sampled every 0.5 s) and the per-row time beyond the timing loops, and the host's CPU seconds per run (every process; cores x 60 / that is
-the machine's ceiling in runs/min). It stops
+the machine's ceiling in runs/min) and the gates' ceiling (runs/min were their holds packed back to back). It stops
 starting rows once `--budget-s` is spent. Every figure in BENCHMARKS.md's runner section comes from here."""
 
 from __future__ import annotations
@@ -214,7 +214,8 @@ def run(args: argparse.Namespace) -> int:
         "jobs_per_gpu": slots[0].lanes, "shuffle": args.shuffle,
         "profile": spec.profile, "timeout_s": spec.timeout_s,
         "verdicts": dict(Counter(r["error_type"] or "ok" for r in results).most_common()),
-        "gpu_gates": gates_report(), "gpu_busy_fraction_smi": smi.stop(), "host_cpu": cpu.report(len(results), elapsed),
+        "gpu_gates": (gates := gates_report()), "gate_ceiling_runs_per_min": gate_ceiling(len(results), gates),
+        "gpu_busy_fraction_smi": smi.stop(), "host_cpu": cpu.report(len(results), elapsed),
         "beyond_timing_loops_s": _quantiles(overheads),
         "phase_totals_s": _phase_totals(results),
         "process_cpu_s_per_run": _cpu_per_run(results),
@@ -223,6 +224,15 @@ def run(args: argparse.Namespace) -> int:
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2))
     return 0
+
+
+def gate_ceiling(runs: int, gates: dict[str, dict]) -> float | None:
+    """Runs/min were the GPU gates' holds (shared or alone) packed back to back with the same hold time per row,
+    the rows spread evenly over the GPUs: the bound the gates set (None: no gate held)."""
+    busy = [g["busy_s"] for g in gates.values() if g.get("busy_s")]
+    if not runs or not busy:
+        return None
+    return round(runs / len(busy) * 60 * sum(1 / b for b in busy), 1)
 
 
 def _phase_totals(results: list[dict]) -> dict[str, float]:
