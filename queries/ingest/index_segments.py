@@ -4,11 +4,8 @@ are (the per-program field workers: `program_fields.py`), so that the index neve
 A batch's rows that went to one code part are a segment: its programs are split at ingest's own cut into their
 head and candidate lines (`index_lines.py`), the segment's distinct pieces found by one Arrow dictionary encoding,
 and written to `SEGMENT_DIR/part-NNNNN-PPPPPPPPPP.npy` (code part, position of the segment's first row in it):
-the distinct heads, each row's head, the distinct lines, grouped by `partition` (where each group starts), and
-the sorted distinct (line << 32 | row within the part) pairs. `search_index.py` merges a part's segments at the
-end of stage 1, a partition at a time: a line's partition depends on its text alone, so the lines equal to one
-another are in the same partition, and each partition's hash table is 1/PARTITIONS of the part's (the part's
-2.2M distinct lines in one table cost 3-4x as much a line, in cache misses, as in 64).
+the distinct heads, each row's head, the distinct lines and the sorted distinct (line << 32 | row within the
+part) pairs. `search_index.py` merges a part's segments at the end of stage 1.
 """
 
 from __future__ import annotations
@@ -23,7 +20,6 @@ import pyarrow.compute as pc
 from queries.ingest.index_lines import candidate_lines, text_data, text_offsets
 
 SEGMENT_DIR = "search-parts"  # in the build folder, removed once the search index is written
-PARTITIONS = 64
 
 
 def segment_path(folder: Path, part: int, position: int) -> Path:
@@ -52,11 +48,10 @@ def write_segments(texts: pa.Array, cut_bytes: np.ndarray, segments: list[tuple[
                        Path(path))
 
 
-def read_segment(path: Path) -> tuple[list[str], np.ndarray, pa.StringArray, np.ndarray, np.ndarray]:
-    """(distinct heads, each row's position among them, distinct lines, where each partition's lines start (and
-    their end), sorted (line << 32 | row) pairs)."""
-    head_offsets, head_data, row_head, offsets, data, bounds, pairs = _mapped_arrays(path, 7)
-    return _strings(head_offsets, head_data).to_pylist(), row_head, _strings(offsets, data), bounds, pairs
+def read_segment(path: Path) -> tuple[list[str], np.ndarray, pa.StringArray, np.ndarray]:
+    """(distinct heads, each row's position among them, distinct lines, sorted (line << 32 | row) pairs)."""
+    head_offsets, head_data, row_head, offsets, data, pairs = _mapped_arrays(path, 6)
+    return _strings(head_offsets, head_data).to_pylist(), row_head, _strings(offsets, data), pairs
 
 
 def _mapped_arrays(path: Path, count: int) -> list[np.ndarray]:
@@ -83,11 +78,11 @@ def _write_segment(texts: pa.StringArray, cut_bytes: np.ndarray, first: int, pat
     encoded = pc.dictionary_encode(pieces)
     indices = encoded.indices.to_numpy()
     distinct_heads, row_head = np.unique(indices[heads], return_inverse=True)
-    line_texts, bounds, line = _lines_by_partition(encoded.dictionary, indices[lines])
+    line_texts, line = _lines_only(encoded.dictionary, indices[lines])
     head_offsets, head_data = _buffers(encoded.dictionary.take(pa.array(distinct_heads)))
     offsets, data = _buffers(line_texts)
     with open(path, "wb") as file:  # .npy arrays one after another (an .npz's CRCs cost ~0.2 s a code part)
-        for array in (head_offsets, head_data, row_head.astype(np.int32), offsets, data, bounds,
+        for array in (head_offsets, head_data, row_head.astype(np.int32), offsets, data,
                       _pairs(line, rows, first, len(texts))):
             np.save(file, array)
 
@@ -102,29 +97,14 @@ def _strings(offsets: np.ndarray, data: np.ndarray) -> pa.StringArray:
     return pa.StringArray.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
 
 
-def _lines_by_partition(dictionary: pa.StringArray, line: np.ndarray) -> tuple[pa.Array, np.ndarray, np.ndarray]:
-    """The distinct pieces that are lines (`line`: each line's position among them), grouped by partition, with
-    where each partition starts (and the end), and `line` renumbered among them. A text's part before its
-    candidate lines is a piece too, and goes unless a line is the same text."""
+def _lines_only(dictionary: pa.Array, line: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """The distinct pieces that are lines (`line`: each line's position among them), renumbered: a text's part
+    before its candidate lines is a piece too, and goes unless a line is the same text."""
     used = np.zeros(len(dictionary), bool)
     used[line] = True
-    kept = np.flatnonzero(used)
-    partition = _partition(dictionary)[kept]
-    order = kept[np.argsort(partition, kind="stable")]
-    renumbered = np.empty(len(dictionary), np.int64)
-    renumbered[order] = np.arange(len(order))
-    bounds = np.concatenate(([0], np.cumsum(np.bincount(partition, minlength=PARTITIONS))))
-    return dictionary.take(pa.array(order)), bounds, renumbered[line]
-
-
-def _partition(texts: pa.StringArray) -> np.ndarray:
-    """Each text's partition, from its length and its middle byte (uint16: numpy's stable sort of them is a
-    radix sort)."""
-    offsets = text_offsets(texts).astype(np.int64)
-    data = text_data(texts)
-    length = offsets[1:] - offsets[:-1]
-    middle = data[np.minimum(offsets[:-1] + length // 2, max(len(data) - 1, 0))] if len(data) else 0
-    return ((length * 0x9E3779B1 + middle) % PARTITIONS).astype(np.uint16)
+    if used.all():
+        return dictionary, line
+    return dictionary.filter(pa.array(used)), (np.cumsum(used) - 1)[line]
 
 
 def _pairs(line: np.ndarray, rows: np.ndarray, first: int, batch_rows: int) -> np.ndarray:

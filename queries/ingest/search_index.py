@@ -10,7 +10,7 @@ candidates), so a program is indexed as two parts (`index_lines.py` splits them)
 the one holding ingest's cut, once per distinct head in `refs.arrow`, and its candidate lines, from the one
 holding the cut to the end. Each batch read in stage 1 had its pieces (heads and lines) found distinct by one
 Arrow dictionary encoding as it was read (`index_segments.py`: a segment per batch and code part); here a
-shard's segments' distinct lines are found distinct by another, a partition of them at a time. Files (`queries/store.py`: `search_path`,
+shard's segments' distinct lines are found distinct by another. Files (`queries/store.py`: `search_path`,
 `search_shard_path`):
 
     search/index.json                       {"version", "docs", "refs", "lines", "seconds"}
@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from queries.ingest.index_lines import NEWLINE, text_data, text_offsets
-from queries.ingest.index_segments import PARTITIONS, SEGMENT_DIR, part_segments, read_segment
+from queries.ingest.index_segments import SEGMENT_DIR, part_segments, read_segment
 from queries.ingest.processes import process_pool, stop_pool
 from queries.ingest.progress import say
 from queries.store import (
@@ -106,18 +106,20 @@ def index_shard(folder: Path, shard: int, rows: int) -> tuple[list[bytes], list[
     keys: dict[bytes, int] = {}
     texts: list[str] = []
     row_ref = np.empty(rows, np.int32)
-    segments = []
+    batch_lines, batch_pairs = [], []
     first = 0
     for position, path in part_segments(folder, shard):
         if position != first:
             raise RuntimeError(f"{path}: a segment of code part {shard} at row {position} where row {first} was due")
-        heads, row_head, lines, bounds, pairs = read_segment(path)
+        heads, row_head, lines, pairs = read_segment(path)
         row_ref[first : first + len(row_head)] = _reference_ids(keys, texts, heads)[row_head]
         first += len(row_head)
-        segments.append((lines, bounds, pairs))
+        if len(lines):  # (a chunk without lines would be dropped from the merge's encoding)
+            batch_lines.append(lines)
+            batch_pairs.append(pairs)
     if first != rows:
         raise RuntimeError(f"the search index's segments of code part {shard} hold {first} of its {rows} rows")
-    distinct, pairs = _merge(segments)  # empties the list: the segments' arrays go as merged
+    distinct, pairs = _merge(batch_lines, batch_pairs)  # empties both lists: the segments' arrays go as merged
     lines = len(distinct)
     offsets = np.concatenate(([0], np.cumsum(np.bincount(pairs.view(np.uint32)[1::2], minlength=lines))))
     offsets = offsets.astype(np.uint32)
@@ -158,37 +160,28 @@ def _newline_ended(lines: pa.StringArray) -> pa.StringArray:
                                        pa.py_buffer(np.insert(data, offsets[1:][missing], NEWLINE)))
 
 
-def _merge(segments: list[tuple[pa.StringArray, np.ndarray, np.ndarray]]) -> tuple[pa.Array, np.ndarray]:
-    """The distinct lines over all segments (lines, where each partition starts, pairs), partition by partition,
-    and the sorted (line << 32 | row) pairs with lines renumbered among them (a segment's pairs hold its own line
-    numbers; rows are distinct between segments). Empties the list, so that each segment's arrays go once merged
-    (a worker's peak memory is here)."""
-    merged = [np.empty(len(lines), np.uint32) for lines, _, _ in segments]  # each segment line's number
-    distinct = []
-    lines_before = 0
-    for p in range(PARTITIONS):
-        held = [(s, lines.slice(bounds[p], bounds[p + 1] - bounds[p]))
-                for s, (lines, bounds, _) in enumerate(segments) if bounds[p + 1] > bounds[p]]
-        if not held:
-            continue
-        encoded = pc.dictionary_encode(pa.chunked_array([chunk for _, chunk in held], pa.string()))
-        if encoded.num_chunks != len(held):
-            raise ValueError("a chunk was dropped from the encoding")
-        for (s, _), chunk in zip(held, encoded.chunks, strict=True):
-            bounds = segments[s][1]
-            merged[s][bounds[p] : bounds[p + 1]] = chunk.indices.to_numpy() + lines_before
-        distinct.append(encoded.chunk(0).dictionary)
-        lines_before += len(distinct[-1])
-    pairs = np.empty(sum(len(batch) for _, _, batch in segments), np.uint64)
+def _merge(batch_lines: list[pa.Array], batch_pairs: list[np.ndarray]) -> tuple[pa.Array, np.ndarray]:
+    """The distinct lines over all segments, in the order first seen (a program's lines stay near one another:
+    grouped by a hash of their text instead, to encode a group at a time, the lines files came out 40% larger),
+    and the sorted (line << 32 | row) pairs with lines renumbered among them (a segment's pairs hold its own
+    line numbers; rows are distinct between segments). Empties both lists, so that each segment's arrays go
+    once merged (a worker's peak memory is here)."""
+    if not batch_lines:
+        return pa.array([], pa.string()), np.empty(0, np.uint64)
+    encoded = pc.dictionary_encode(pa.chunked_array(batch_lines, pa.string()))  # one dictionary for every chunk
+    batch_lines.clear()
+    if encoded.num_chunks != len(batch_pairs):
+        raise ValueError("a batch without lines was merged (its chunk is dropped from the encoding)")
+    pairs = np.empty(sum(len(batch) for batch in batch_pairs), np.uint64)
     words = pairs.view(np.uint32)  # little-endian: a pair's row, then its line
     at = 0
-    while segments:
-        batch = segments.pop(0)[2].view(np.uint32)
-        words[2 * at : 2 * at + len(batch) : 2] = batch[0::2]
-        words[2 * at + 1 : 2 * at + len(batch) : 2] = merged.pop(0)[batch[1::2]]
-        at += len(batch) // 2
+    for chunk in encoded.chunks:
+        batch = batch_pairs.pop(0).view(np.uint32)
+        words[at : at + len(batch) : 2] = batch[0::2]
+        words[at + 1 : at + len(batch) : 2] = chunk.indices.to_numpy()[batch[1::2]]
+        at += len(batch)
     pairs.sort()
-    return pa.concat_arrays(distinct) if distinct else pa.array([], pa.string()), pairs
+    return encoded.chunk(0).dictionary, pairs
 
 
 def _docs_of(folder: Path, shard: int, ids: pa.Array, ref: np.ndarray) -> pa.Table:
