@@ -179,7 +179,9 @@ class _Reader:
 
     def _segments(self, parts: np.ndarray, positions: np.ndarray) -> list[tuple[int, int, str]]:
         """(first row in the batch, rows, path) of each code part's rows in a batch (`index_segments.py`)."""
-        starts = np.flatnonzero(np.diff(parts, prepend=-1)).tolist() if len(parts) else []
+        if len(parts) == 0:  # every row of the batch rejected
+            return []
+        starts = np.flatnonzero(np.diff(parts, prepend=-1)).tolist()
         return [(start, end - start, str(segment_path(self.tmp, int(parts[start]), int(positions[start]))))
                 for start, end in zip(starts, starts[1:] + [len(parts)], strict=True)]
 
