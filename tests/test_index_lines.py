@@ -1,13 +1,13 @@
 """The search index's split of program texts into a head and candidate lines (`queries/ingest/index_lines.py`):
 every line of a text is a whole line of its head or one of its candidate lines, and the candidate lines start at
-the line holding the cut (or earlier, where non-ASCII characters come before it)."""
+the line holding the cut; a code part's segments (`queries/ingest/index_segments.py`) merge into its index."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 
-from queries.ingest.index_lines import candidate_lines, cut_bytes
+from queries.ingest.index_lines import candidate_lines
 
 TEXTS = [
     "import torch\nclass Model:\n    pass\nimport triton\nclass ModelNew:\n    pass\n",  # ends with a newline
@@ -24,13 +24,19 @@ TEXTS = [
 def split(texts: list[str], ref_chars: list[int]) -> list[tuple[list[str], list[str]]]:
     """Per text: (its head's lines, its candidate lines), as the index sees them."""
     array = pa.array(texts, pa.string())
-    pieces, heads, lines, rows = candidate_lines(array, cut_bytes(array, np.array(ref_chars, np.int64)))
+    starts = np.cumsum([0] + [len(text.encode("utf-8")) for text in texts[:-1]])
+    pieces, heads, lines, rows = candidate_lines(array, starts + cut_bytes(texts, ref_chars))
     pieces = pieces.to_pylist()
     got = []
     for i in range(len(texts)):
         head = pieces[heads[i]]
         got.append((head.splitlines(keepends=True), [pieces[p] for p, r in zip(lines, rows, strict=True) if r == i]))
     return got
+
+
+def cut_bytes(texts: list[str], ref_chars: list[int]) -> np.ndarray:
+    """UTF-8 bytes of each text before its `ref_chars` characters (ingest's `cut_bytes`)."""
+    return np.array([len(text[:chars].encode("utf-8")) for text, chars in zip(texts, ref_chars, strict=True)])
 
 
 def holding_cut(text: str, chars: int) -> int:
@@ -46,7 +52,7 @@ def test_every_line_is_in_the_head_or_a_candidate_line():
         assert "".join(head) + "".join(lines) == text  # in order, nothing lost or repeated
         assert all(line.endswith("\n") for line in head)  # the head holds whole lines only
         assert all(line.endswith("\n") for line in lines[:-1])
-        if text.isascii() and text:
+        if text:
             assert len("".join(head)) == holding_cut(text, chars)
 
 
@@ -60,33 +66,31 @@ def test_cut_at_a_text_end_keeps_its_last_line_a_candidate_line():
     assert split(["a\n"], [2])[0] == ([], ["a\n"])
 
 
-def test_non_ascii_before_the_cut_starts_the_candidate_lines_no_later():
+def test_non_ascii_before_the_cut_starts_the_candidate_lines_at_the_line_holding_it():
     text = "é\n" * 10 + "class ModelNew:\n    pass\n"
-    chars = text.find("class ModelNew")
-    cut = cut_bytes(pa.array([text]), np.array([chars]))[0]
-    assert cut <= len(text[:chars].encode("utf-8"))
-    assert text.encode("utf-8")[:cut].decode("utf-8")  # a character boundary
-    head, lines = split([text], [chars])[0]
-    assert "class ModelNew:\n" in lines and "".join(head) + "".join(lines) == text
+    head, lines = split([text], [text.find("class ModelNew") + 3])[0]
+    assert "".join(head) == "é\n" * 10 and lines == ["class ModelNew:\n", "    pass\n"]
 
 
-def test_a_code_part_whose_programs_have_no_candidate_lines_is_indexed(tmp_path):
-    """A batch of empty programs has no candidate lines (its chunk would be dropped from the merge's encoding)."""
-    import pyarrow.parquet as pq
-
+def test_segments_merge_into_the_index_of_their_code_part(tmp_path):
+    """A code part's rows come in segments, some of rows without candidate lines (a chunk without lines would
+    be dropped from the merge's encoding); merged, each line's postings are the rows holding it, ascending."""
     from queries.ingest import search_index
-    from queries.store import CODE_SCHEMA, code_path, search_path
+    from queries.ingest.index_segments import SEGMENT_DIR, segment_path, write_segments
+    from queries.store import search_path
 
-    texts = ["", "", "import torch\n", "import torch\nclass ModelNew:\n    pass\n"]
-    code_path(tmp_path, 0).parent.mkdir(parents=True)
+    texts = ["", "", "import torch\n", "import torch\nclass ModelNew:\n    pass\n", "x\nclass ModelNew:\n"]
+    cut = cut_bytes(texts, [0, 0, 13, 13, 2])
+    (tmp_path / SEGMENT_DIR).mkdir()
     search_path(tmp_path, "").mkdir()
-    table = pa.table({"id": [f"train/{i:06d}" for i in range(4)], "x": texts}, schema=CODE_SCHEMA)
-    pq.write_table(table, code_path(tmp_path, 0), row_group_size=2)
-    search_index.BATCH_ROWS, batch_rows = 2, search_index.BATCH_ROWS
-    try:
-        keys, heads, row_ref, lines = search_index.index_shard(tmp_path, 0, np.array([0, 0, 13, 13]))
-    finally:
-        search_index.BATCH_ROWS = batch_rows
-    assert lines == 3 and heads == ["", "import torch\n"] and row_ref.tolist() == [0, 0, 0, 1]
-    postings = np.load(search_path(tmp_path, "part-00000.postings.npy"))
-    assert postings.tolist() == [2, 3, 3]  # "import torch\n" (the whole of row 2), then row 3's two lines
+    array = pa.array(texts, pa.string())
+    write_segments(array.slice(0, 2), cut[:2], [(0, 2, str(segment_path(tmp_path, 0, 0)))])
+    write_segments(array.slice(2), cut[2:], [(0, 2, str(segment_path(tmp_path, 0, 2))),
+                                             (2, 1, str(segment_path(tmp_path, 0, 4)))])
+    keys, heads, row_ref, lines = search_index.index_shard(tmp_path, 0, 5)
+    assert lines == 3 and heads == ["", "import torch\n", "x\n"] and row_ref.tolist() == [0, 0, 0, 1, 2]
+    got = pa.ipc.open_file(search_path(tmp_path, "part-00000.lines.arrow")).read_all()["text"].to_pylist()
+    offsets = np.load(search_path(tmp_path, "part-00000.offsets.npy")).tolist()
+    postings = np.load(search_path(tmp_path, "part-00000.postings.npy")).tolist()
+    assert {line: postings[offsets[i] : offsets[i + 1]] for i, line in enumerate(got)} == {
+        "import torch\n": [2], "class ModelNew:\n": [3, 4], "    pass\n": [3]}

@@ -19,7 +19,7 @@ import pytest
 
 from common.program_hash import program_sha256 as runner_program_sha256
 from common.settings import REPO_ROOT
-from queries import db
+from queries import api, db
 from queries.ingest import ingest, sample_files
 from queries.ingest.handover import Slots, read_slot
 from queries.ingest.syntax_check import SyntaxCheckError, check_syntax
@@ -254,6 +254,10 @@ def test_fast_read_failing_midway_drops_what_it_wrote(tmp_path, monkeypatch, cap
     code_rows = sum(pq.read_metadata(p).num_rows for p in store.code_paths)
     assert code_rows == 30 and len(store.code_paths) == 1  # nothing left over from the failed fast read
     assert all(store.program(row_id) == texts[row["row"]] for row_id, row in index.items())
+    for literal in ("BLOCK=17)", "BLOCK=29)", "cdiv(n, 40)"):  # the search index has no segment of the first read
+        result = api.search_code(tmp_path / "store", literal, limit=100)
+        assert result.method == "index"
+        assert result.rows["id"].to_pylist() == [i for i, row in index.items() if literal in texts[row["row"]]]
 
 
 def test_stage_two_marks_syntax_errors_only(tmp_path):

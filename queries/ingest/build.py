@@ -19,12 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from common.errors import TlxError
 from queries.ingest.code_writer import CodeWriter
 from queries.ingest.file_rows import FileRows
+from queries.ingest.index_segments import SEGMENT_DIR, remove_segments, segment_path
 from queries.ingest.program_fields import FieldWorkers
 from queries.ingest.progress import Progress, say
 from queries.ingest.read import BadFile, read_batches, x_is_text
@@ -72,6 +74,7 @@ class Rejects:
 def build(checked: list, bad: list[dict], tmp: Path, opts: Options) -> dict:
     """Write code shards and index.parquet into `tmp`; returns the summary's accounting fields."""
     code_path(tmp, 0).parent.mkdir(parents=True)
+    (tmp / SEGMENT_DIR).mkdir()
     reader = _Reader(tmp, opts, bad, total_rows=sum(rows for _, (rows, _) in checked))
     rejects, files, sources = Rejects(), [], []
     next_row: Counter[str] = Counter()
@@ -140,6 +143,8 @@ class _Reader:
                 self.meter.advance(-got.rows_read, f.path.name)
                 got.discard()
                 self.writer.drop_from(first_part)
+                self.fields.settle()  # no worker still writes a segment of the parts dropped
+                remove_segments(self.tmp, first_part)
                 self.writer.start_file()
         return self._read_decoded(f, columns, first_row, rows)
 
@@ -167,9 +172,18 @@ class _Reader:
         for key, text in finished.new_refs.items():
             self.refs.add(key, text)
         parts, positions = self.writer.add(finished.ids, finished.texts)
-        fields = self.fields.submit(finished.texts, finished.cut_bytes)
+        fields = self.fields.submit(finished.texts, finished.cut_bytes, self._segments(parts, positions))
         got.add(finished.index.append_column("code_shard", pa.array(parts))
                 .append_column("code_position", pa.array(positions)), fields)
+
+
+    def _segments(self, parts: np.ndarray, positions: np.ndarray) -> list[tuple[int, int, str]]:
+        """(first row in the batch, rows, path) of each code part's rows in a batch (`index_segments.py`)."""
+        if len(parts) == 0:  # every row of the batch rejected
+            return []
+        starts = np.flatnonzero(np.diff(parts, prepend=-1)).tolist()
+        return [(start, end - start, str(segment_path(self.tmp, int(parts[start]), int(positions[start]))))
+                for start, end in zip(starts, starts[1:] + [len(parts)], strict=True)]
 
 
 class _FastReadFailed(Exception):

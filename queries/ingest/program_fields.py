@@ -6,14 +6,15 @@ arguments of `ModelNew.forward` (`new_forward_min/max`, for `forward_arity_misma
 is about as much CPU as DuckDB's share of stage 1 and would hold the main thread (DuckDB would wait for it), so
 `FieldWorkers` runs it on batches in worker processes while the main thread reads on; small builds compute it in
 process. A batch goes to its worker as an Arrow IPC file in a slot file that both map (`handover.py`): pickled
-through the pool's pipe (copies on both sides, 64 KB pipe writes), it cost ~2 CPU s more per 57k programs.
+through the pool's pipe (copies on both sides, 64 KB pipe writes), it cost ~2 CPU s more per 57k programs. The
+same worker writes the batch's segments of the code search index (`index_segments.py`) while it holds the texts.
 """
 
 from __future__ import annotations
 
 import shutil
 from collections import deque
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ import pyarrow as pa
 
 from common.program_hash import program_sha256
 from queries.ingest.handover import Slots, read_slot
+from queries.ingest.index_segments import write_segments
 from queries.ingest.processes import process_pool
 from queries.text_rules import arity_range, candidate_bytes_key, model_new_forward
 
@@ -46,15 +48,21 @@ def program_fields(texts: pa.Array, cut_bytes: pa.Array) -> dict[str, pa.Array]:
             "new_forward_min": pa.array(fewest, pa.int32()), "new_forward_max": pa.array(most, pa.int32())}
 
 
-def program_fields_of_slot(path: str, size: int) -> dict[str, pa.Array]:
-    """`program_fields` of the batch (columns x, cut_bytes) in the slot file `path` (`handover.Slots`)."""
+def batch_work(texts: pa.Array, cut_bytes: pa.Array, segments: list[tuple[int, int, str]]) -> dict[str, pa.Array]:
+    """`program_fields` of a batch, once its search index segments (`index_segments.write_segments`) are written."""
+    write_segments(texts, cut_bytes.to_numpy(), segments)
+    return program_fields(texts, cut_bytes)
+
+
+def batch_work_of_slot(path: str, size: int, segments: list[tuple[int, int, str]]) -> dict[str, pa.Array]:
+    """`batch_work` on the batch (columns x, cut_bytes) in the slot file `path` (`handover.Slots`)."""
     batch = read_slot(path, size)
-    return program_fields(batch.column("x"), batch.column("cut_bytes"))
+    return batch_work(batch.column("x"), batch.column("cut_bytes"), segments)
 
 
 class FieldWorkers:
-    """`submit(texts, cut_bytes)` -> a Future of `program_fields`; at most 2 batches per worker in flight, handed
-    over through as many slot files in `handover` (a folder in the build folder, removed by `close`)."""
+    """`submit(texts, cut_bytes, segments)` -> a Future of `batch_work`; at most 2 batches per worker in flight,
+    handed over through as many slot files in `handover` (a folder in the build folder, removed by `close`)."""
 
     def __init__(self, workers: int, rows: int, handover: Path):
         self.pool = None
@@ -67,17 +75,23 @@ class FieldWorkers:
             handover.mkdir()
             self.slots = Slots(handover, self.limit)
 
-    def submit(self, texts: pa.Array, cut_bytes: pa.Array) -> Future:
+    def submit(self, texts: pa.Array, cut_bytes: pa.Array, segments: list[tuple[int, int, str]]) -> Future:
         if self.pool is None:
             done: Future = Future()
-            done.set_result(program_fields(texts, cut_bytes))
+            done.set_result(batch_work(texts, cut_bytes, segments))
             return done
         while len(self.in_flight) >= self.limit:  # so the slot about to be written again has been read
             self.in_flight.popleft().result()
         path, size = self.slots.write(pa.record_batch([texts, cut_bytes], names=["x", "cut_bytes"]))
-        future = self.pool.submit(program_fields_of_slot, path, size)
+        future = self.pool.submit(batch_work_of_slot, path, size, segments)
         self.in_flight.append(future)
         return future
+
+    def settle(self) -> None:
+        """Wait for every batch handed out (a failed one's error is its future's), so that no worker still
+        writes a segment."""
+        wait(self.in_flight)
+        self.in_flight.clear()
 
     def close(self) -> None:
         if self.pool is not None:

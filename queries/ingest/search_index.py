@@ -1,4 +1,4 @@
-"""Ingest, the end of stage 1: the code search index, built from the code shards just written.
+"""Ingest, the end of stage 1: the code search index, merged from the segments written as the programs were read.
 
 A literal without a newline, and a regex that cannot match one, lie within one line of a program. So the index
 is of lines: each code shard's distinct lines (of the programs' candidate parts) with, per line, the rows that
@@ -7,11 +7,11 @@ an eighth of their bytes: candidates of one problem share most lines), and the r
 its hits, exact, with no program read. Lines files are LZ4-compressed (a third of their size; a search
 decompresses them at ~2 GB/s a core, a sixth of what it matches). Rows share references (a problem's many
 candidates), so a program is indexed as two parts (`index_lines.py` splits them): its head, the whole lines before
-the one holding the cut (its reference but for the line the cut is in), once per distinct head in `refs.arrow`,
-and its candidate lines, from the one holding the cut to the end. Where the cut falls in a program with non-ASCII
-text before it, the split may come a line or so earlier: the index only needs every line in one of the two.
-Each batch's pieces (heads and lines) are found distinct by one Arrow dictionary encoding, then the batches'
-distinct lines by another, over the shard. Files (`queries/store.py`: `search_path`, `search_shard_path`):
+the one holding ingest's cut, once per distinct head in `refs.arrow`, and its candidate lines, from the one
+holding the cut to the end. Each batch read in stage 1 had its pieces (heads and lines) found distinct by one
+Arrow dictionary encoding as it was read (`index_segments.py`: a segment per batch and code part); here a
+shard's segments' distinct lines are found distinct by another. Files (`queries/store.py`: `search_path`,
+`search_shard_path`):
 
     search/index.json                       {"version", "docs", "refs", "lines", "seconds"}
     search/docs.arrow                        one row per program, in code order: id, shard, rg, rg_row, ref
@@ -21,13 +21,14 @@ distinct lines by another, over the shard. Files (`queries/store.py`: `search_pa
     search/part-NNNNN.offsets.npy            uint32; postings[offsets[i]:offsets[i+1]] are the rows (positions
     search/part-NNNNN.postings.npy           within the shard, ascending) whose candidate part holds line i
 
-Each shard is indexed in a worker process; memory is one shard's distinct lines and postings.
+Each shard is merged in a worker process; memory is one shard's distinct lines and postings.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -36,11 +37,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from queries.ingest.index_lines import NEWLINE, candidate_lines, cut_bytes, text_data, text_offsets
+from queries.ingest.index_lines import NEWLINE, text_data, text_offsets
+from queries.ingest.index_segments import SEGMENT_DIR, part_segments, read_segment
 from queries.ingest.processes import process_pool, stop_pool
 from queries.ingest.progress import say
 from queries.store import (
-    INDEX_FILE,
     LINES_FILE,
     OFFSETS_FILE,
     POSTINGS_FILE,
@@ -51,24 +52,24 @@ from queries.store import (
     search_shard_path,
 )
 
-BATCH_ROWS = 4096
 LINES_PER_BATCH = 1 << 16  # distinct lines per compressed batch of a lines file
 DOCS_FILE = "docs.arrow"
 REFS_FILE = "refs.arrow"
 
 
 def build_search_index(folder: Path, workers: int, progress: bool) -> dict:
-    """Write `folder/search/` for the code shards and index.parquet in `folder`; returns index.json's fields."""
+    """Write `folder/search/` from the code shards' segments (`index_segments.py`, written as stage 1 read the
+    programs), which go once merged; returns index.json's fields."""
     started = time.monotonic()
     search_path(folder, "").mkdir(exist_ok=True)
     shards = sorted(int(p.name[5:10]) for p in (folder / "code").glob("part-*.parquet"))
     ids = [pq.read_table(code_path(folder, shard), columns=["id"])["id"].combine_chunks() for shard in shards]
-    ref_chars = _ref_chars_of(folder, ids)
     pool = process_pool(min(workers, len(shards))) if workers > 1 and len(shards) > 1 else None
     finished = False
     try:
-        results = (pool.map(index_shard, [folder] * len(shards), shards, ref_chars) if pool is not None
-                   else map(index_shard, [folder] * len(shards), shards, ref_chars))
+        rows = [len(shard_ids) for shard_ids in ids]
+        results = (pool.map(index_shard, [folder] * len(shards), shards, rows) if pool is not None
+                   else map(index_shard, [folder] * len(shards), shards, rows))
         refs: dict[bytes, int] = {}
         texts: list[str] = []
         docs = []
@@ -88,43 +89,41 @@ def build_search_index(folder: Path, workers: int, progress: bool) -> dict:
     finally:
         if pool is not None:
             stop_pool(pool, finished)
+    shutil.rmtree(Path(folder) / SEGMENT_DIR, ignore_errors=True)
     _write_arrow(search_path(folder, DOCS_FILE), pa.concat_tables(docs) if docs else _docs_table([], [], [], [], []))
     _write_arrow(search_path(folder, REFS_FILE),
                  pa.table({"ref": pa.array(range(len(texts)), pa.int32()), "text": pa.array(texts, pa.string())}))
-    meta = {"version": SEARCH_INDEX_VERSION, "docs": sum(len(shard_ids) for shard_ids in ids), "refs": len(texts), "lines": lines,
+    meta = {"version": SEARCH_INDEX_VERSION, "docs": sum(rows), "refs": len(texts), "lines": lines,
             "seconds": round(time.monotonic() - started, 2)}
     search_path(folder, SEARCH_META).write_text(json.dumps(meta))
     return meta
 
 
-def index_shard(folder: Path, shard: int, ref_chars: np.ndarray) -> tuple[list[bytes], list[str], np.ndarray, int]:
-    """Write the distinct candidate lines of one code shard and their postings; returns its distinct references
-    (keys, texts), each row's position among them, and the number of distinct lines. Runs in a worker process."""
+def index_shard(folder: Path, shard: int, rows: int) -> tuple[list[bytes], list[str], np.ndarray, int]:
+    """Merge the segments of code shard `shard` (`rows` rows) into its distinct candidate lines and their
+    postings; returns its distinct references (keys, texts), each row's position among them, and the number of
+    distinct lines. Runs in a worker process."""
     keys: dict[bytes, int] = {}
     texts: list[str] = []
-    row_ref = np.empty(len(ref_chars), np.int32)
+    row_ref = np.empty(rows, np.int32)
     batch_lines, batch_pairs = [], []
     first = 0
-    for batch in pq.ParquetFile(code_path(folder, shard)).iter_batches(batch_size=BATCH_ROWS, columns=["x"],
-                                                                      use_threads=False):
-        column = batch.column(0)
-        column = column if column.type == pa.string() else column.cast(pa.string())
-        cut = cut_bytes(column, ref_chars[first : first + batch.num_rows])
-        pieces, heads, lines, rows = candidate_lines(column, cut)
-        encoded = pc.dictionary_encode(pieces)  # the batch's distinct pieces, copied: the batch's text can go
-        indices = encoded.indices.to_numpy()
-        distinct_heads, row_head = np.unique(indices[heads], return_inverse=True)
-        head_texts = encoded.dictionary.take(pa.array(distinct_heads)).to_pylist()
-        row_ref[first : first + batch.num_rows] = _reference_ids(keys, texts, head_texts)[row_head]
+    for position, path in part_segments(folder, shard):
+        if position != first:
+            raise RuntimeError(f"{path}: a segment of code part {shard} at row {position} where row {first} was due")
+        heads, row_head, lines, pairs = read_segment(path)
+        row_ref[first : first + len(row_head)] = _reference_ids(keys, texts, heads)[row_head]
+        first += len(row_head)
         if len(lines):  # (a chunk without lines would be dropped from the merge's encoding)
-            distinct, line = _lines_only(encoded.dictionary, indices[lines])
-            batch_lines.append(distinct)
-            batch_pairs.append(_pairs(line, rows, first, batch.num_rows))
-        first += batch.num_rows
-    distinct, pairs = _merge(batch_lines, batch_pairs)  # empties both lists: the batches' arrays go as merged
+            batch_lines.append(lines)
+            batch_pairs.append(pairs)
+    if first != rows:
+        raise RuntimeError(f"the search index's segments of code part {shard} hold {first} of its {rows} rows")
+    distinct, pairs = _merge(batch_lines, batch_pairs)  # empties both lists: the segments' arrays go as merged
     lines = len(distinct)
-    offsets = np.searchsorted(pairs, np.arange(lines + 1, dtype=np.uint64) << np.uint64(32)).astype(np.uint32)
-    postings = pairs.astype(np.uint16 if len(ref_chars) <= 1 << 16 else np.uint32)  # the low bits: the rows
+    offsets = np.concatenate(([0], np.cumsum(np.bincount(pairs.view(np.uint32)[1::2], minlength=lines))))
+    offsets = offsets.astype(np.uint32)
+    postings = pairs.astype(np.uint16 if rows <= 1 << 16 else np.uint32)  # the low bits: the rows
     del pairs
     _write_arrow(search_shard_path(folder, shard, LINES_FILE), pa.table({"text": _newline_ended(distinct)}),
                  compressed=True)
@@ -146,26 +145,6 @@ def _reference_ids(keys: dict[bytes, int], texts: list[str], references: list[st
     return ids
 
 
-def _lines_only(dictionary: pa.Array, line: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-    """The distinct pieces that are lines (`line`: each line's position among them), renumbered: a text's part
-    before its candidate lines is a piece too, and goes unless a line is the same text."""
-    used = np.zeros(len(dictionary), bool)
-    used[line] = True
-    if used.all():
-        return dictionary, line
-    return dictionary.filter(pa.array(used)), (np.cumsum(used) - 1)[line]
-
-
-def _pairs(line: np.ndarray, rows: np.ndarray, first: int, batch_rows: int) -> np.ndarray:
-    """The distinct (line << 32 | row) pairs of a batch, sorted, rows counted from `first`. Sorted as uint32
-    (line << bits | row within the batch) where that fits: twice as fast as uint64."""
-    bits = max(batch_rows - 1, 1).bit_length()
-    if (int(line.max(initial=0)) + 1) << bits <= 1 << 32:
-        packed = _distinct((line.astype(np.uint32) << bits) | rows.astype(np.uint32))
-        return ((packed >> bits).astype(np.uint64) << 32) | ((packed & ((1 << bits) - 1)) + first).astype(np.uint64)
-    return _distinct((line.astype(np.uint64) << 32) | (rows + first).astype(np.uint64))
-
-
 def _newline_ended(lines: pa.StringArray) -> pa.StringArray:
     """Every line with one newline at its end (a text's last line has none), so that a batch's data is its lines
     one after another and a reader can match many lines as one string. Only the few lines without one are
@@ -182,9 +161,11 @@ def _newline_ended(lines: pa.StringArray) -> pa.StringArray:
 
 
 def _merge(batch_lines: list[pa.Array], batch_pairs: list[np.ndarray]) -> tuple[pa.Array, np.ndarray]:
-    """The distinct lines over all batches, and the sorted (line << 32 | row) pairs with lines renumbered among
-    them (a batch's pairs hold its own line numbers; rows are distinct between batches). Empties both lists,
-    so that each batch's arrays go once merged (a worker's peak memory is here)."""
+    """The distinct lines over all segments, in the order first seen (a program's lines stay near one another:
+    grouped by a hash of their text instead, to encode a group at a time, the lines files came out 40% larger),
+    and the sorted (line << 32 | row) pairs with lines renumbered among them (a segment's pairs hold its own
+    line numbers; rows are distinct between segments). Empties both lists, so that each segment's arrays go
+    once merged (a worker's peak memory is here)."""
     if not batch_lines:
         return pa.array([], pa.string()), np.empty(0, np.uint64)
     encoded = pc.dictionary_encode(pa.chunked_array(batch_lines, pa.string()))  # one dictionary for every chunk
@@ -192,37 +173,15 @@ def _merge(batch_lines: list[pa.Array], batch_pairs: list[np.ndarray]) -> tuple[
     if encoded.num_chunks != len(batch_pairs):
         raise ValueError("a batch without lines was merged (its chunk is dropped from the encoding)")
     pairs = np.empty(sum(len(batch) for batch in batch_pairs), np.uint64)
+    words = pairs.view(np.uint32)  # little-endian: a pair's row, then its line
     at = 0
     for chunk in encoded.chunks:
-        batch = batch_pairs.pop(0)
-        line = chunk.indices.to_numpy().astype(np.uint64)[(batch >> np.uint64(32)).astype(np.int64)]
-        pairs[at : at + len(batch)] = (line << np.uint64(32)) | (batch & np.uint64(0xFFFFFFFF))
+        batch = batch_pairs.pop(0).view(np.uint32)
+        words[at : at + len(batch) : 2] = batch[0::2]
+        words[at + 1 : at + len(batch) : 2] = chunk.indices.to_numpy()[batch[1::2]]
         at += len(batch)
     pairs.sort()
     return encoded.chunk(0).dictionary, pairs
-
-
-def _distinct(values: np.ndarray) -> np.ndarray:
-    """The distinct values, sorted (numpy's SIMD sort; `np.unique` hashes, ~100x slower on these arrays)."""
-    values = np.sort(values)
-    return values[_starts_of_runs(values)]
-
-
-def _starts_of_runs(ordered: np.ndarray) -> np.ndarray:
-    """Positions where a sorted array's value changes (its first position included when not empty)."""
-    if len(ordered) == 0:
-        return np.empty(0, np.int64)
-    return np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
-
-
-def _ref_chars_of(folder: Path, ids: list[pa.Array]) -> list[np.ndarray]:
-    """`ref_chars` of the rows of each code shard (`ids`: its rows' ids, in its order), from index.parquet: one
-    lookup for every shard (one per shard rebuilt the set of every id each time: 2.6 CPU s at 601k rows)."""
-    index = pq.read_table(folder / INDEX_FILE, columns=["id", "ref_chars"])
-    where = pc.index_in(pa.concat_arrays(ids) if ids else pa.array([], pa.string()),
-                        value_set=index["id"]).to_numpy(zero_copy_only=False)
-    ref_chars = index["ref_chars"].to_numpy()[where].astype(np.int64)
-    return np.split(ref_chars, np.cumsum([len(shard_ids) for shard_ids in ids])[:-1]) if ids else []
 
 
 def _docs_of(folder: Path, shard: int, ids: pa.Array, ref: np.ndarray) -> pa.Table:
