@@ -176,7 +176,6 @@ class _Reader:
         got.add(finished.index.append_column("code_shard", pa.array(parts))
                 .append_column("code_position", pa.array(positions)), fields)
 
-
     def _segments(self, parts: np.ndarray, positions: np.ndarray) -> list[tuple[int, int, str]]:
         """(first row in the batch, rows, path) of each code part's rows in a batch (`index_segments.py`)."""
         if len(parts) == 0:  # every row of the batch rejected

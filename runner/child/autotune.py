@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -148,11 +147,9 @@ def precompile(tuner: Any, configs: list[Any], meta: dict[str, Any]) -> None:
 
 
 def _current_cuda_device() -> int | None:
-    torch = sys.modules.get("torch")
-    try:
-        return torch.cuda.current_device() if torch is not None and torch.cuda.is_initialized() else None
-    except RuntimeError:
-        return None
+    import torch
+
+    return torch.cuda.current_device() if torch.cuda.is_initialized() else None
 
 
 @contextlib.contextmanager

@@ -196,7 +196,10 @@ class ChildGate:
         try:
             self._drain()
         finally:
-            self._send({"event": "gate", "mode": RELEASE})
+            self._send_release()
+
+    def _send_release(self) -> None:
+        self._send({"event": "gate", "mode": RELEASE})
 
     @contextlib.contextmanager
     def _hold(self, mode: str) -> Iterator[None]:
@@ -229,7 +232,7 @@ class ChildGate:
             return
         self._pausing = True
         self._drain()  # here, on the job's thread and device: nothing is queued after it until the pause ends
-        late = _LateRelease(lambda: self._send({"event": "gate", "mode": RELEASE}))
+        late = _LateRelease(self._send_release)
         timer = threading.Timer(grace_s, late.fire)
         timer.daemon = True
         timer.start()
