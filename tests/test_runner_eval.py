@@ -631,11 +631,13 @@ def _simulated_cuda(monkeypatch, call_ms: float):
     return fn, calls
 
 
-@pytest.mark.parametrize("call_ms, calls_at_most, samples", [(1400.0, 5, 4), (60.0, 10, 8), (0.1, 123, 100)])
+@pytest.mark.parametrize("call_ms, calls_at_most, samples",
+                         [(1400.0, 5, 4), (60.0, 7, 5), (10.0, 23, 20), (2.0, 73, 50), (0.1, 123, 100)])
 def test_slow_calls_are_not_called_twice_for_one_sample(monkeypatch, call_ms, calls_at_most, samples):
     """The GPU's exclusive time bounds a shared GPU's throughput: a 1.4 s call is timed with 5 calls (one warm-up,
-    three side checks that are samples too, one more: its 5 s budget), not 16; a fast call keeps the full method (3
-    warm-ups, 20 side checks, 100 trials)."""
+    three side checks that are samples too, one more: its 5 s budget), not 16; a 10 ms call with 23 (3 warm-ups,
+    10 side checks that are samples, one batch of 10), not 53; a 2 ms call stops after 0.1 s of trials (3 + 20 side
+    checks + 50); a fast call keeps the full method (3 warm-ups, 20 side checks, 100 trials)."""
     from runner.child import timing
     from runner.options import TimingOptions
 
