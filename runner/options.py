@@ -68,9 +68,10 @@ class TimingOptions:
     l2_flush_bytes: int = 256 * MIB
     method: str = "cuda_events"  # or "do_bench" (triton.testing.do_bench median, for cross-checks)
     # Triton's autotuner benchmark per config, for autotuners that leave it to Triton (whose default is 25 ms of
-    # warm-up, 100 ms of measuring); None: Triton's default (`runner.child.autotune`)
-    autotune_warmup_ms: float | None = 5.0
-    autotune_rep_ms: float | None = 25.0
+    # warm-up, 100 ms of measuring; 5 and 25 ms here until issue 22's second cut: the config benchmarks were the
+    # other half of a row's exclusive GPU time); None: Triton's default (`runner.child.autotune`)
+    autotune_warmup_ms: float | None = 2.0
+    autotune_rep_ms: float | None = 10.0
 
     def __post_init__(self) -> None:
         if self.min_trials < 1 or self.max_trials < self.min_trials:
