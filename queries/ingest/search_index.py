@@ -119,12 +119,8 @@ def index_shard(folder: Path, shard: int, rows: int) -> tuple[list[bytes], list[
             batch_pairs.append(pairs)
     if first != rows:
         raise RuntimeError(f"the search index's segments of code part {shard} hold {first} of its {rows} rows")
-    distinct, pairs = _merge(batch_lines, batch_pairs)  # empties both lists: the segments' arrays go as merged
+    distinct, offsets, postings = _merge(batch_lines, batch_pairs, np.uint16 if rows <= 1 << 16 else np.uint32)
     lines = len(distinct)
-    offsets = np.concatenate(([0], np.cumsum(np.bincount(pairs.view(np.uint32)[1::2], minlength=lines))))
-    offsets = offsets.astype(np.uint32)
-    postings = pairs.astype(np.uint16 if rows <= 1 << 16 else np.uint32)  # the low bits: the rows
-    del pairs
     _write_arrow(search_shard_path(folder, shard, LINES_FILE), pa.table({"text": _newline_ended(distinct)}),
                  compressed=True)
     np.save(search_shard_path(folder, shard, OFFSETS_FILE), offsets)
@@ -160,28 +156,37 @@ def _newline_ended(lines: pa.StringArray) -> pa.StringArray:
                                        pa.py_buffer(np.insert(data, offsets[1:][missing], NEWLINE)))
 
 
-def _merge(batch_lines: list[pa.Array], batch_pairs: list[np.ndarray]) -> tuple[pa.Array, np.ndarray]:
+def _merge(batch_lines: list[pa.Array], batch_pairs: list[np.ndarray],
+           row_type: type) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """The distinct lines over all segments, in the order first seen (a program's lines stay near one another:
     grouped by a hash of their text instead, to encode a group at a time, the lines files came out 40% larger),
-    and the sorted (line << 32 | row) pairs with lines renumbered among them (a segment's pairs hold its own
-    line numbers; rows are distinct between segments). Empties both lists, so that each segment's arrays go
-    once merged (a worker's peak memory is here)."""
+    the uint32 offsets of each line's postings and the postings (rows, as `row_type`, ascending per line).
+
+    A segment's pairs are sorted by its own line numbers, and each of its lines is one distinct text, so the
+    segment holds each merged line's pairs as one run of rows, ascending; rows grow from segment to segment. The
+    postings are therefore placed run by run, in segment order, after counting each line's rows: one pass, where
+    sorting every (line, row) pair of a code part took twice as long. Empties both lists (a worker's peak memory
+    is here)."""
     if not batch_lines:
-        return pa.array([], pa.string()), np.empty(0, np.uint64)
+        return pa.array([], pa.string()), np.zeros(1, np.uint32), np.empty(0, row_type)
     encoded = pc.dictionary_encode(pa.chunked_array(batch_lines, pa.string()))  # one dictionary for every chunk
     batch_lines.clear()
     if encoded.num_chunks != len(batch_pairs):
         raise ValueError("a batch without lines was merged (its chunk is dropped from the encoding)")
-    pairs = np.empty(sum(len(batch) for batch in batch_pairs), np.uint64)
-    words = pairs.view(np.uint32)  # little-endian: a pair's row, then its line
-    at = 0
-    for chunk in encoded.chunks:
-        batch = batch_pairs.pop(0).view(np.uint32)
-        words[at : at + len(batch) : 2] = batch[0::2]
-        words[at + 1 : at + len(batch) : 2] = chunk.indices.to_numpy()[batch[1::2]]
-        at += len(batch)
-    pairs.sort()
-    return encoded.chunk(0).dictionary, pairs
+    lines_of = [chunk.indices.to_numpy()[pairs.view(np.uint32)[1::2]]  # little-endian: a pair's row, then its line
+                for chunk, pairs in zip(encoded.chunks, batch_pairs, strict=True)]
+    offsets = np.zeros(len(encoded.chunk(0).dictionary) + 1, np.int64)
+    np.cumsum(np.bincount(np.concatenate(lines_of), minlength=len(offsets) - 1), out=offsets[1:])
+    postings = np.empty(int(offsets[-1]), row_type)
+    free = offsets[:-1].copy()  # where each line's next rows go
+    while lines_of:
+        line, rows = lines_of.pop(0), batch_pairs.pop(0).view(np.uint32)[0::2]
+        starts = np.flatnonzero(np.concatenate(([True], line[1:] != line[:-1])))
+        run_line, run_rows = line[starts], np.diff(np.append(starts, len(line)))
+        at = free[run_line]
+        free[run_line] += run_rows  # (a line has one run in a segment: no index repeats)
+        postings[np.repeat(at - starts, run_rows) + np.arange(len(line))] = rows
+    return encoded.chunk(0).dictionary, offsets.astype(np.uint32), postings
 
 
 def _docs_of(folder: Path, shard: int, ids: pa.Array, ref: np.ndarray) -> pa.Table:
