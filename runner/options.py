@@ -46,7 +46,7 @@ def check_settings(device: str, timeout_s: object, trials: object, inputs_device
 @dataclass(frozen=True)
 class TimingOptions:
     """Adaptive CUDA-event timing: stop after min_trials once the relative standard error of the median is
-    below target_rel_err, or when time_budget_s is spent, or at max_trials. A slow call (tens of ms) may stop
+    below target_rel_err, or when time_budget_s is spent, or at max_trials. A call over about 1 ms may stop
     before min_trials: once min_time_s was spent in timed trials, 5 trials with a tight median are enough
     (`runner.child.timing.MIN_TRIALS_AFTER_MIN_TIME`). warmup follows KernelBench (3), cut short after 0.1 s of
     calls. On an H200 pass over 300 real rows the 29 timed models of >= 25 ms took half of all timing (158 of 322 s,
