@@ -114,7 +114,7 @@ def _now() -> str:
 @dataclass
 class RunResult:
     """One verdict. `to_dict()` gives exactly the JSON keys of design §3 plus row_id, program_sha256,
-    duration_s, finished_at, phases_s (where the time went), tolerance_passed, outputs (per output
+    duration_s, finished_at, phases_s (where the time went), warm_up_s (the spare's), tolerance_passed, outputs (per output
     differences) and pair (the pair job that ran it beside another program, else None). Built with `passed`, `failed` and `crashed`; the child leaves id and times to the parent
     (`completed`). Converted to JSON only where it is stored or sent."""
 
@@ -146,6 +146,8 @@ class RunResult:
     launches: dict[str, Any] | None = None  # what one untimed ModelNew call launched (runner.child.launches)
     cpu_s: dict[str, float] = field(default_factory=dict)  # CPU seconds of the judge and the candidate, warming
     # up (before the job) and for the job: judge_warm, judge_job, candidate_warm, candidate_job
+    warm_up_s: dict[str, float] = field(default_factory=dict)  # wall seconds of the spare's warm-up steps, per
+    # process (judge_, candidate_): imports, gpu_wait, cuda, triton, idle (`runner.child.warmup.durations`)
     pair: dict[str, Any] | None = None  # the pair job this run was one of (runner.service.pairs.member_link)
 
     @property
@@ -173,6 +175,7 @@ class RunResult:
         kw["system"] = dict(d.get("system") or {})
         kw["phases_s"] = dict(d.get("phases_s") or {})
         kw["cpu_s"] = dict(d.get("cpu_s") or {})
+        kw["warm_up_s"] = dict(d.get("warm_up_s") or {})
         kw["outputs"] = [OutputDiff(**o) for o in d.get("outputs") or []]
         return cls(**kw)
 

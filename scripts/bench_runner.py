@@ -219,6 +219,7 @@ def run(args: argparse.Namespace) -> int:
         "beyond_timing_loops_s": _quantiles(overheads),
         "phase_totals_s": _phase_totals(results),
         "process_cpu_s_per_run": _cpu_per_run(results),
+        "spare_warm_up_s": _warm_up_medians(results),
         "gpu": next((r["system"].get("gpu") for r in results if r.get("system", {}).get("gpu")), None),
     }
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -249,6 +250,16 @@ def _cpu_per_run(results: list[dict]) -> dict[str, float]:
     for r in results:
         totals.update(r.get("cpu_s") or {})
     return {name: round(s / len(results), 2) for name, s in sorted(totals.items())} if results else {}
+
+
+def _warm_up_medians(results: list[dict]) -> dict[str, float]:
+    """Median wall seconds of each warm-up step of the spares the runs were given (`warm_up_s`; `*_idle` < 0: the
+    job waited for that process)."""
+    steps: dict[str, list[float]] = {}
+    for r in results:
+        for name, seconds in (r.get("warm_up_s") or {}).items():
+            steps.setdefault(name, []).append(seconds)
+    return {name: round(statistics.median(values), 3) for name, values in sorted(steps.items())}
 
 
 def _quantiles(values: list[float]) -> dict[str, float] | None:

@@ -243,3 +243,18 @@ def test_a_warming_child_holds_the_gpu_shared_behind_a_waiting_timing_stage(tmp_
     timing.release(EXCLUSIVE)
     for fd in fds:
         os.close(fd)
+
+
+def test_the_warm_up_reports_its_steps_from_the_process_start(monkeypatch):
+    """`warmup.durations`: each step's wall seconds since the one before (the first since the process started),
+    and how long the process was ready before the job asked (negative: the job waited)."""
+    import time
+
+    from runner.child import warmup
+
+    assert 0 <= time.time() - warmup.STARTED < 24 * 3600  # read from /proc: this test process's start
+    monkeypatch.setattr(warmup, "STARTED", 100.0)
+    monkeypatch.setattr(warmup, "_marks", {"imports": 103.0, "gpu_wait": 104.5, "cuda": 105.0})
+    assert warmup.durations(104.0) == {"imports": 3.0, "gpu_wait": 1.5, "cuda": 0.5, "idle": -1.0}
+    monkeypatch.setattr(warmup, "_marks", {})
+    assert warmup.durations() == {}

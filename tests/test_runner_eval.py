@@ -36,7 +36,7 @@ DESIGN_KEYS = {
     "id", "status", "error_type", "message", "exception", "traceback", "correct_trials", "trials", "max_abs_diff",
     "max_rel_diff", "timing", "ref_timing", "speedup", "flags", "method", "device", "system",
     "row_id", "program_sha256", "duration_s", "finished_at", "phases_s", "tolerance_passed", "outputs", "launches",
-    "cpu_s",
+    "cpu_s", "warm_up_s",
     "pair",
 }
 EXPECTED = {
@@ -242,6 +242,8 @@ def test_correct_program_on_cpu(verdicts):
     assert "correctness: ModelNew forward" in r.phases_s  # trials pooled: no "(trial 2)" keys
     assert not any("trial" in k for k in r.phases_s)
     assert sum(r.phases_s.values()) == pytest.approx(r.duration_s, abs=0.05)
+    assert {"judge_idle", "candidate_idle"} <= set(r.warm_up_s), r.warm_up_s  # no CUDA: no steps but the wait
+    assert all(abs(s) < 600 for s in r.warm_up_s.values()), r.warm_up_s
     assert {"interpreted_no_timing", "cuda_remapped_to_cpu"} <= set(r.flags)
     assert r.system["torch"] and r.system["triton"] and r.system["python"]
     assert len(r.program_sha256) == 64 and r.duration_s > 0 and r.finished_at

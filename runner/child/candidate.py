@@ -6,7 +6,7 @@ commands over the link (`runner.child.link`), one answer each:
 
 | command | does | answers |
 |---|---|---|
-| `ready` | nothing: answered once the process has warmed up | |
+| `ready` (asked_at) | nothing: answered once the process has warmed up | its warm-up's steps (wall seconds) |
 | `load` (program, options, device, triton_cache_dir) | set up the device, install the guard, import | autotunes |
 | `build` (ipc) | `get_init_inputs()`, `Model` (for its state) and `ModelNew` | flags, a CUDA IPC probe when asked |
 | `compile_pass` (seed) | one call on copies with every autotuner compiling its configs, timing nothing | tuners |
@@ -87,7 +87,10 @@ class Candidate:
         return {"autotunes": "autotune" in source}
 
     def ready(self, msg: dict[str, Any]) -> dict[str, Any]:
-        return {}
+        from runner.child import warmup
+
+        asked_at = msg.get("asked_at")
+        return {"warm_up_s": warmup.durations(float(asked_at) if isinstance(asked_at, (int, float)) else None)}
 
     def build(self, msg: dict[str, Any]) -> dict[str, Any]:
         steps = self.steps

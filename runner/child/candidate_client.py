@@ -18,6 +18,7 @@ import socket
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,7 @@ class CandidateProcess:
         """Start the candidate's process in `work`; `lock_fds`: the GPU's host lock (main, intent) for its warm-up,
         handed over (closed here)."""
         lock_fds = list(lock_fds or [])
+        self.warm_up_s: dict[str, float] = {}  # its warm-up's steps, once it has said it is ready (`ready`)
         self.identity, self.identity_note = candidate_identity(work)
         self.folder = work / "candidate"
         self.folder.mkdir(exist_ok=True)
@@ -228,6 +230,14 @@ class CandidateProcess:
             self.proc.wait(EXIT_WAIT_S)
         except subprocess.TimeoutExpired:
             pass
+
+    def ready(self) -> None:
+        """Wait until the candidate has warmed up; keep its warm-up's steps in wall seconds (`warmup.durations`,
+        each key prefixed `candidate_`) in `warm_up_s`."""
+        answer = self.request("ready", asked_at=time.time())
+        steps = answer.get("warm_up_s") if isinstance(answer.get("warm_up_s"), dict) else {}
+        self.warm_up_s = {f"candidate_{k}": float(v) for k, v in list(steps.items())[:8]
+                          if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)}
 
     def finish(self) -> tuple[list[str], dict[str, float]]:
         """Ask for the candidate's own flags and CPU seconds (warm-up, job), and end it."""

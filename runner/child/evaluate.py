@@ -83,7 +83,7 @@ class Judge:
         both build (init inputs, ModelNew and Model on the device). The candidate's failure wins (it is the
         program's)."""
         self.emit("load: waiting for the candidate's process to warm up")
-        self.candidate.request("ready")
+        self.candidate.ready()
         self.emit("load: importing the program")
         open_for(Path(self.path), self.candidate.identity)
         self.candidate.ask("load", program=self.path, options=self.options.to_dict(), device=self.device,

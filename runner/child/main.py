@@ -28,7 +28,7 @@ import traceback
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from runner.child import pinning, process
+from runner.child import pinning, process, warmup
 from runner.child.candidate_client import CandidateProcess, open_for
 from runner.child.classify import error_type_of
 from runner.child.process import die_with_parent, prewarm, resolve_device, set_limits, synchronize
@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         os.close(args.spec_fd)
         control = os.fdopen(control_fd, "rb")
         spec = read_spec(control)
+        judge_warm_up = {f"judge_{k}": v for k, v in warmup.durations(time.time()).items()}
         cpu_warm = process.cpu_seconds(children=False)
         options = EvalOptions.from_dict(spec.get("options") or {})
         channel = Channel(args.result_fd, str(spec.get("channel_key") or ""))
@@ -133,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         verdict = harness_failure(exc)
     verdict.phases_s = phases.finish()
+    verdict.warm_up_s = {**judge_warm_up, **candidate.warm_up_s}
     verdict.cpu_s = {"judge_warm": cpu_warm, "judge_job": round(process.cpu_seconds(children=False) - cpu_warm, 3), **verdict.cpu_s}
     try:
         channel.send({"event": "result", "key": channel.key, "result": verdict.to_dict()})

@@ -16,8 +16,42 @@ import contextlib
 import fcntl
 import functools
 import os
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
+
+
+def _process_start() -> float:
+    """When this process started (wall clock), from /proc; now where that cannot be read."""
+    try:
+        with open("/proc/self/stat") as stat, open("/proc/uptime") as uptime:
+            ticks = int(stat.read().rsplit(")", 1)[1].split()[19])
+            return time.time() - float(uptime.read().split()[0]) + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return time.time()
+
+
+STARTED = _process_start()
+_marks: dict[str, float] = {}  # when each warm-up step ended (wall clock)
+
+
+def durations(ready_at: float | None = None) -> dict[str, float]:
+    """Wall seconds of this process's warm-up steps, for the verdict: `imports` (from the process's start),
+    `gpu_wait` (for the host lock), `cuda` (context, cuBLAS, cuDNN), `triton` (the warm-up kernel, mostly its
+    compile) and, given when the job asked for the process (`ready_at`), `idle` (warm before the job asked;
+    negative: the job waited that long)."""
+    steps, last, out = ("imports", "gpu_wait", "cuda", "triton"), STARTED, {}
+    for step in steps:
+        if step in _marks:
+            out[step] = round(_marks[step] - last, 3)
+            last = _marks[step]
+    if ready_at is not None:
+        out["idle"] = round(ready_at - last, 3)
+    return out
+
+
+def _mark(step: str) -> None:
+    _marks[step] = time.time()
 
 
 @functools.lru_cache(maxsize=1)
@@ -46,6 +80,7 @@ def gpu_held(fds: Sequence[int]) -> Iterator[None]:
     fcntl.flock(intent, fcntl.LOCK_SH)
     fcntl.flock(main, fcntl.LOCK_SH)
     fcntl.flock(intent, fcntl.LOCK_UN)
+    _mark("gpu_wait")
     try:
         yield
     finally:
@@ -64,12 +99,16 @@ def warm_cuda(with_triton: bool = True, lock_fds: Sequence[int] = ()) -> bool:
 
     if not torch.cuda.is_available():
         return False
+    _mark("imports")
     with gpu_held(lock_fds):
         x = torch.ones(64, 64, device="cuda")
         (x @ x).sum().item()
         w = torch.ones(1, 1, 3, 3, device="cuda")
         torch.nn.functional.conv2d(x.view(1, 1, 64, 64), w).sum().item()
+    _mark("cuda")
     if with_triton:
         _add_one()[(1,)](x, x.numel(), BLOCK=128)
+        torch.cuda.synchronize()
+        _mark("triton")
     torch.cuda.synchronize()
     return True
