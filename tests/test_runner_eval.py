@@ -677,6 +677,17 @@ def test_children_find_the_checkout_without_an_installed_package():
     assert (root / "runner" / "child" / "main.py").is_file() and (root / "common" / "settings.py").is_file()
 
 
+def test_the_judge_starts_its_candidate_without_importing_torch(tmp_path):
+    """The candidate's process must start as soon as the judge's does: the judge deciding who the candidate runs
+    as once imported torch and triton first (4-5 s on an H200), and every job waited for its candidate so."""
+    code = ("import sys; from pathlib import Path; "
+            "from runner.child.candidate_client import _runtime_paths, candidate_identity; "
+            f"print(candidate_identity(Path({str(tmp_path / 'a' / 'b')!r}), {{}})[1], _runtime_paths()); "
+            "print(sorted({'torch', 'triton'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert out.stdout.splitlines()[-1] == "[]", out.stdout
+
+
 def test_an_unprivileged_candidate_can_reach_its_job_whatever_the_umask(tmp_path):
     """On the H200 the runner ran with umask 077: the job folders' parent and the program file must still be
     reachable by the candidate's unprivileged user (mkdir's mode is masked by the umask; the judge opens the
