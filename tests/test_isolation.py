@@ -217,9 +217,13 @@ def test_without_isolation_results_say_not_isolated(monkeypatch, tmp_path):
 def test_the_child_environment_is_an_allow_list(monkeypatch):
     for k, v in {**SECRETS, "TORCH_CUDA_ARCH_LIST": "9.0", "TRITON_SOMETHING_SECRET": "x" * 20}.items():
         monkeypatch.setenv(k, v)
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     env = base_env(EvalOptions(device="cpu"))
     assert env["TORCH_CUDA_ARCH_LIST"] == "9.0"
     assert not {*SECRETS, "TRITON_SOMETHING_SECRET"} & set(env)
+    assert env["OPENBLAS_NUM_THREADS"] == "1"  # not a spinning thread per core in every job's two processes
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
+    assert base_env(EvalOptions(device="cpu"))["OPENBLAS_NUM_THREADS"] == "4"  # the runner's own setting wins
 
 
 def test_scrub_redacts_secret_looking_values_only(monkeypatch):

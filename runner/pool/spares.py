@@ -44,7 +44,7 @@ ENV_ALLOWED = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "
                "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH", "TRITON_LIBCUDA_PATH",
                "TRITON_LIBDEVICE_PATH", "TRITON_CUDART_PATH", "TRITON_PRINT_AUTOTUNING", "TORCH_CUDA_ARCH_LIST",
                "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NVML_BASED_CUDA_CHECK", "CUDA_MODULE_LOADING",
-               "CUDA_DEVICE_ORDER")
+               "CUDA_DEVICE_ORDER", "OPENBLAS_NUM_THREADS")
 MAX_CONFIGS = 16  # configurations kept warm at once (one per GPU slot is typical); the oldest goes first
 
 
@@ -54,6 +54,10 @@ def base_env(options: EvalOptions) -> dict[str, str]:
     env.update(LANG="C.UTF-8", PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1", PYTHONUSERBASE=site.getuserbase(),
                PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
     env.setdefault("PATH", os.defpath)
+    # numpy's OpenBLAS starts a thread per core when torch imports it, and they spin: on an H200's 16 cores that
+    # was 2 of the 4.8 CPU-s of `import torch` in every process, two processes a job (the jobs use torch, not
+    # numpy's BLAS)
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
     if options.visible_devices is not None:
         env["CUDA_VISIBLE_DEVICES"] = options.visible_devices
     if options.device == "cpu":
