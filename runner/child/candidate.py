@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         return 5
     faulthandler.enable()  # a crash leaves the Python stack on stderr, whose tail the sandbox keeps
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    process.prewarm(with_triton=True, lock_fds=args.gpu_lock_fds)
+    process.prewarm(triton_kernel=True, lock_fds=args.gpu_lock_fds)
     sock = socket.socket(fileno=args.fd)
     stream_in, stream_out = sock.makefile("rb"), sock.makefile("wb")
     set_seed(0)

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     faulthandler.enable()  # a crash leaves the Python stack on stderr, whose tail the parent keeps
     faulthandler.register(STACKS_SIGNAL, all_threads=True)  # the parent asks for stacks before a timeout kill
     candidate = CandidateProcess(Path(os.getcwd()), args.gpu_lock_fds[2:4])  # warms up beside this process
-    prewarm(with_triton=False, lock_fds=args.gpu_lock_fds[:2])  # the judge runs no Triton code
+    prewarm(triton_kernel=False, lock_fds=args.gpu_lock_fds[:2])  # the judge runs no Triton kernel
     try:
         control_fd = os.dup2(args.spec_fd, random.randrange(400, 600), inheritable=False)  # below the channel's
         os.close(args.spec_fd)

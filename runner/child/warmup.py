@@ -1,11 +1,13 @@
 """What a spare child warms up while it waits for its job (`runner.child.main`), beyond importing torch and triton.
 
-On a CUDA machine (not in interpreter mode) it creates the CUDA context on its visible device and runs one tiny
-matmul (cuBLAS) and one tiny convolution (cuDNN), holding the GPU's host lock shared meanwhile where its parent
-passed it one (`gpu_held`: no timing stage runs beside a context being made), and, in the candidate's process
-only, one tiny Triton kernel (Triton's compiler, driver utilities and launcher machinery): the judge runs no
-Triton code, and importing triton and compiling that kernel cost each spare seconds of CPU. Those are first-use costs of every job, not of the program under test; paying them before the
-job arrives is most of what a re-run costs beyond its timing loops. The warm-up kernel is compiled into the spare's
+Both processes import triton (the judge sets its runtime up for every job, and most programs' reference parts
+import it). On a CUDA machine (not in interpreter mode) each creates the CUDA context on its visible device and
+runs one tiny matmul (cuBLAS) and one tiny convolution (cuDNN), holding the GPU's host lock shared meanwhile where
+its parent passed it one (`gpu_held`: no timing stage runs beside a context being made), and, in the candidate's
+process only, one tiny Triton kernel (Triton's compiler, driver utilities and launcher machinery): the judge runs
+no Triton kernel, and compiling that one costs each spare over a CPU-second. Those are first-use costs of every
+job, not of the program under test; paying them before the job arrives is most of what a re-run costs beyond its
+timing loops. The warm-up kernel is compiled into the spare's
 own temp dir, never into the shared per-program cache. Nothing here may fail a job: errors are swallowed, and the
 job then pays those costs itself.
 """
@@ -87,12 +89,11 @@ def gpu_held(fds: Sequence[int]) -> Iterator[None]:
         fcntl.flock(main, fcntl.LOCK_UN)
 
 
-def warm_cuda(with_triton: bool = True, lock_fds: Sequence[int] = ()) -> bool:
-    """Warm the CUDA stack of this process (and Triton's, `with_triton`); False when there is no CUDA device to
-    warm (or in interpreter mode). Without a GPU, `with_triton` still imports triton. With `lock_fds`, the context
-    and the torch kernels are made holding the GPU shared (`gpu_held`); Triton's kernel (mostly its compile) after."""
-    if with_triton:
-        import triton  # noqa: F401
+def warm_cuda(triton_kernel: bool = True, lock_fds: Sequence[int] = ()) -> bool:
+    """Import triton and warm the CUDA stack of this process (and Triton's compiler and launcher, `triton_kernel`);
+    False when there is no CUDA device to warm (or in interpreter mode). With `lock_fds`, the context and the torch
+    kernels are made holding the GPU shared (`gpu_held`); Triton's kernel (mostly its compile) after."""
+    import triton  # noqa: F401
     if os.environ.get("TRITON_INTERPRET") == "1":
         return False
     import torch
@@ -106,7 +107,7 @@ def warm_cuda(with_triton: bool = True, lock_fds: Sequence[int] = ()) -> bool:
         w = torch.ones(1, 1, 3, 3, device="cuda")
         torch.nn.functional.conv2d(x.view(1, 1, 64, 64), w).sum().item()
     _mark("cuda")
-    if with_triton:
+    if triton_kernel:
         _add_one()[(1,)](x, x.numel(), BLOCK=128)
         torch.cuda.synchronize()
         _mark("triton")
