@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from typing import TYPE_CHECKING, Any
@@ -103,6 +104,15 @@ class OutputDiff:
                           worst(self.tolerance_passed, other.tolerance_passed))
 
 
+_TRIAL = re.compile(r" \(trial \d+\)")
+
+
+def phase_name(stage: str) -> str:
+    """The `phases_s` key of a job's stage text: without its trial number ("correctness: Model forward" sums the
+    reference's forward calls of all trials)."""
+    return _TRIAL.sub("", stage)
+
+
 def _max(a: float | None, b: float | None) -> float | None:
     return b if a is None else a if b is None else max(a, b)
 
@@ -140,7 +150,8 @@ class RunResult:
     duration_s: float | None = None
     finished_at: str | None = None
     phases_s: dict[str, float] = field(default_factory=dict)  # wall seconds per stage: child_ready (waiting for
-    # the child's warm-up), start, load, init, correctness, timing, system (in the child), harness (the rest)
+    # the child's warm-up), start, load, init, correctness, timing, system (in the child), harness (the rest); a
+    # stage's wait for the GPU gate beside it as "<stage> [waiting for the GPU]" (`runner.pool.sandbox.gate_waits_apart`)
     tolerance_passed: float | None = None  # tightest standard tolerance every output passed on every trial
     outputs: list[OutputDiff] = field(default_factory=list)
     launches: dict[str, Any] | None = None  # what one untimed ModelNew call launched (runner.child.launches)

@@ -212,6 +212,9 @@ class FakeCandidate:
         self.ask(cmd, **fields)
         return self.answer()
 
+    def ready(self):
+        self.request("ready")
+
     def outputs(self, header, device, max_bytes, ipc=False):
         return header["outputs"]
 
@@ -384,6 +387,11 @@ def test_gate_wait_does_not_count_against_the_timeout(tmp_path):
     # the test's own exclusive hold, then the program's, in the judge (its reference part) and in the candidate
     # (the whole program), whose requests the judge relays
     assert r.duration_s > short.timeout_s and gate.report()["timing_stages"] == 3
+    # the wait, apart from the step that waited: the judge's first request, for its import of the reference part
+    # (the test's hold ends timeout + 1 s after the job was handed out; the child's start comes first)
+    waited = r.phases_s.get("load: importing the reference part [waiting for the GPU]", 0.0)
+    assert waited > short.timeout_s / 2 and r.phases_s["load: importing the reference part"] < waited, r.phases_s
+    assert sum(r.phases_s.values()) == pytest.approx(r.duration_s, abs=0.05)
     assert all(p.name.startswith("tlx-runner-") and not any(p.iterdir()) for p in Path(tmp_path).iterdir())
 
 
@@ -463,3 +471,15 @@ def test_jobs_per_gpu_follow_the_cores_and_memory_per_gpu_unless_set():
     assert RunnerConfig.from_env({JOBS_PER_GPU_ENV: "3"}).jobs_per_gpu == 3
     slots = make_slots("cuda", gpus=["H200", "H200"], jobs_per_gpu=None)
     assert len(slots) == 2 * default_jobs_per_gpu(2) and slots[0].lanes == default_jobs_per_gpu(2)
+
+
+def test_a_stage_s_wait_for_the_gate_is_put_beside_it():
+    from runner.pool.sandbox import gate_waits_apart
+
+    phases = {"load: importing the reference part": 5.0, "timing: waiting for the GPU": 2.0, "init: building": 0.5}
+    waited = {"load: importing the reference part": 4.2, "timing: waiting for the GPU": 1.9, "init: building": 0.9}
+    assert gate_waits_apart(phases, waited) == {
+        "load: importing the reference part": 0.8, "load: importing the reference part [waiting for the GPU]": 4.2,
+        "timing: waiting for the GPU": 2.0,  # a wait already
+        "init: building": 0.0, "init: building [waiting for the GPU]": 0.5}  # never more than the stage's time
+    assert gate_waits_apart(phases, {}) == phases

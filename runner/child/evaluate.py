@@ -34,7 +34,7 @@ from runner.child.compare import compare_outputs, flatten
 from runner.child.reference import NoReference, reference_source
 from runner.child.steps import Steps, Stop, fail, import_file, inputs_digest
 from runner.options import EvalOptions
-from runner.pool.gate import EXCLUSIVE, NO_GATE, SHARED, ChildGate
+from runner.pool.gate import EXCLUSIVE, NO_GATE, SHARED, WAITING_FOR_GPU, ChildGate
 from runner.profiles import LADDER
 from runner.result import REF_TIMING_REUSED as REUSED_FLAG
 from runner.result import ErrorType, OutputDiff, RunResult
@@ -266,7 +266,7 @@ class Judge:
         seed = self.options.seed + TIMING_SEED_OFFSET
         opts = self.options.timing
         inputs = self.steps.inputs(module, seed, stage="timing")
-        self.emit("timing: waiting for the GPU")
+        self.emit(f"timing: {WAITING_FOR_GPU}")
         cpu = pinning.timing_cpu()
         with self.gate.exclusive():
             self.emit("timing: timing ModelNew")

@@ -20,7 +20,6 @@ import faulthandler
 import json
 import os
 import random
-import re
 import signal
 import sys
 import time
@@ -34,10 +33,9 @@ from runner.child.classify import error_type_of
 from runner.child.process import die_with_parent, prewarm, resolve_device, set_limits, synchronize
 from runner.options import EvalOptions
 from runner.pool.gate import NO_GATE, ChildGate, install
-from runner.result import ErrorType, ExitCode, RunResult
+from runner.result import ErrorType, ExitCode, RunResult, phase_name
 
 STACKS_SIGNAL = signal.SIGUSR1
-_TRIAL = re.compile(r" \(trial \d+\)")
 
 
 class Phases:
@@ -51,7 +49,7 @@ class Phases:
         self.spent: dict[str, float] = {}
 
     def enter(self, stage: str) -> None:
-        name = _TRIAL.sub("", stage)
+        name = phase_name(stage)
         if name != self.current:
             self._close()
             self.current = name

@@ -26,6 +26,7 @@ from typing import Any, BinaryIO
 from runner.pool.host_lock import HostLock, host_lock_for
 
 SHARED, EXCLUSIVE, RELEASE = "shared", "exclusive", "release"
+WAITING_FOR_GPU = "waiting for the GPU"  # a stage's name for a wait for the gate (results' phases_s)
 WAIT_POLL_S = 0.1
 PAUSE_GRACE_S = 0.05  # CPU work inside a held gate shorter than this keeps it (`ChildGate.paused`)
 

@@ -31,10 +31,10 @@ from runner.child.system import collect_system
 from runner.options import EvalOptions
 from runner.pool import isolation, scrub, triton_cache
 from runner.pool.cgroup import job_memory_cap
-from runner.pool.gate import EXCLUSIVE, RELEASE, SHARED, GpuGate
+from runner.pool.gate import EXCLUSIVE, RELEASE, SHARED, WAITING_FOR_GPU, GpuGate
 from runner.pool.isolation import NOT_ISOLATED
 from runner.pool.spares import POOL, Child, close_spares, kill_group
-from runner.result import ErrorType, RunResult
+from runner.result import ErrorType, RunResult, phase_name
 
 __all__ = ["close_spares", "evaluate_in_sandbox"]
 POLL_S = 0.1
@@ -94,6 +94,7 @@ class _Channel(threading.Thread):
         self._gate_lock = threading.Lock()
         self._waited_s = 0.0
         self._waiting_since: float | None = None
+        self.waited_by_stage: dict[str, float] = {}  # seconds waited for the gate, by the child's stage then
 
     def run(self) -> None:
         try:
@@ -132,7 +133,10 @@ class _Channel(threading.Thread):
         self._waiting_since = time.monotonic()
         got = self.gate.acquire(mode, abort=self.gate_closed)
         with self._gate_lock:  # close_gate takes it too: no "go" is written once the job is over
-            self._waited_s += time.monotonic() - self._waiting_since
+            waited = time.monotonic() - self._waiting_since
+            self._waited_s += waited
+            stage = phase_name(self.stage)
+            self.waited_by_stage[stage] = self.waited_by_stage.get(stage, 0.0) + waited
             self._waiting_since = None
             if not got:
                 return
@@ -309,11 +313,27 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
         verdict = RunResult.failed(ErrorType.OUT_OF_MEMORY, f"host memory over the job's cap of {memory_cap / 2**20:.0f} "
                                    f"MiB: its memory cgroup killed the candidate process ({verdict.message})",
                                    exception="oom_kill", traceback=verdict.traceback, flags=verdict.flags)
+    verdict.phases_s = gate_waits_apart(verdict.phases_s, channel.waited_by_stage)
     if channel.first_event_at is not None:  # the spare still warming up, or a cold child starting
         verdict.phases_s = {"child_ready": round(channel.first_event_at - sent, 3), **verdict.phases_s}
     if channel.forged:
         verdict.flags = [*verdict.flags, "forged_verdict"]
     return verdict
+
+
+def gate_waits_apart(phases: dict[str, float], waited: dict[str, float]) -> dict[str, float]:
+    """`phases` with each stage's wait for the GPU gate (`waited`, by stage) taken out of it and put beside it as
+    `<stage> [waiting for the GPU]`, so that where a job's time went says which steps waited for other jobs' GPU
+    work; the sum stays the same. A stage that is itself a wait for the GPU stays whole."""
+    out: dict[str, float] = {}
+    for stage, seconds in phases.items():
+        wait = min(round(waited.get(stage, 0.0), 3), seconds)
+        if wait < 0.001 or stage.endswith(WAITING_FOR_GPU):
+            out[stage] = seconds
+            continue
+        out[stage] = round(seconds - wait, 3)
+        out[f"{stage} [{WAITING_FOR_GPU}]"] = wait
+    return out
 
 
 def _verdict(code: int, killed_for: str | None, channel: _Channel, err: _Capture, options: EvalOptions,
