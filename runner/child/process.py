@@ -41,7 +41,8 @@ def cpu_seconds(children: bool = True) -> float:
 def prewarm(triton_kernel: bool, lock_fds: list[int] | None = None) -> None:
     """Import torch and triton and warm the CUDA stack (Triton's compiler too, `triton_kernel`:
     `runner.child.warmup`) while waiting for a job, holding the GPU shared through `lock_fds` (main, intent) while
-    it makes its context; a failure shows up again in the job. The descriptors are closed before any job arrives: the program never holds them."""
+    it makes its context; a failure shows up again in the job. The descriptors are closed before any job arrives:
+    the program never holds them."""
     try:
         from runner.child import warmup
 

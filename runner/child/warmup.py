@@ -7,9 +7,8 @@ its parent passed it one (`gpu_held`: no timing stage runs beside a context bein
 process only, one tiny Triton kernel (Triton's compiler, driver utilities and launcher machinery): the judge runs
 no Triton kernel, and compiling that one costs each spare over a CPU-second. Those are first-use costs of every
 job, not of the program under test; paying them before the job arrives is most of what a re-run costs beyond its
-timing loops. The warm-up kernel is compiled into the spare's
-own temp dir, never into the shared per-program cache. Nothing here may fail a job: errors are swallowed, and the
-job then pays those costs itself.
+timing loops. The warm-up kernel is compiled into the spare's own temp dir, never into the shared per-program
+cache. Nothing here may fail a job: errors are swallowed, and the job then pays those costs itself.
 """
 
 from __future__ import annotations
@@ -93,14 +92,12 @@ def warm_cuda(triton_kernel: bool = True, lock_fds: Sequence[int] = ()) -> bool:
     """Import triton and warm the CUDA stack of this process (and Triton's compiler and launcher, `triton_kernel`);
     False when there is no CUDA device to warm (or in interpreter mode). With `lock_fds`, the context and the torch
     kernels are made holding the GPU shared (`gpu_held`); Triton's kernel (mostly its compile) after."""
-    import triton  # noqa: F401
-    if os.environ.get("TRITON_INTERPRET") == "1":
-        return False
     import torch
+    import triton  # noqa: F401
 
-    if not torch.cuda.is_available():
-        return False
     _mark("imports")
+    if os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
+        return False
     with gpu_held(lock_fds):
         x = torch.ones(64, 64, device="cuda")
         (x @ x).sum().item()
@@ -111,5 +108,4 @@ def warm_cuda(triton_kernel: bool = True, lock_fds: Sequence[int] = ()) -> bool:
         _add_one()[(1,)](x, x.numel(), BLOCK=128)
         torch.cuda.synchronize()
         _mark("triton")
-    torch.cuda.synchronize()
     return True
