@@ -48,3 +48,51 @@ def test_a_clean_call_or_a_long_one_is_recorded_once(calls):
     made.clear()
     queue += [one_call(20.0, 1.0)]  # mostly torch's own work: a real reading, not a gap
     assert launches.account(lambda: None, None, "cuda")["triton_share"] == 0.05 and len(made) == 1
+
+
+class FakeGpu:
+    """A stream on a fake clock: the host enqueues (taking host time), the GPU runs in order and idles when the
+    queue is empty; `torch.cuda._sleep`'s first call first loads its kernel on the host."""
+
+    def __init__(self, cycles_per_ms: float, load_ms: float, launch_ms: float) -> None:
+        self.rate, self.load_ms, self.launch_ms = cycles_per_ms, load_ms, launch_ms
+        self.host = self.gpu = 0.0  # host time now; when the GPU's queue runs dry
+        self.loaded = False
+
+    def sleep(self, cycles: int) -> None:
+        if not self.loaded:
+            self.host += self.load_ms
+            self.loaded = True
+        self.host += self.launch_ms
+        self.gpu = max(self.gpu, self.host) + cycles / self.rate
+
+    def event(self, enable_timing: bool = True):
+        gpu = self
+
+        class _Event:
+            def record(self) -> None:
+                gpu.host += gpu.launch_ms
+                gpu.gpu = self.ms = max(gpu.gpu, gpu.host)
+
+            def synchronize(self) -> None:
+                gpu.host = max(gpu.host, gpu.gpu)
+
+            def elapsed_time(self, other) -> float:
+                return other.ms - self.ms
+
+        return _Event()
+
+
+def test_the_queue_filling_sleep_is_calibrated_without_its_first_load(monkeypatch):
+    """A first `_sleep` that loads its kernel (2 ms of host time) or a slow launch must not count as GPU time: the
+    rate read too low made every filled queue too short."""
+    import torch
+
+    gpu = FakeGpu(cycles_per_ms=1.98e6, load_ms=2.0, launch_ms=0.02)
+    monkeypatch.setattr(torch.cuda, "Event", gpu.event)
+    monkeypatch.setattr(torch.cuda, "_sleep", gpu.sleep)
+    launches._sleep_cycles_per_ms.cache_clear()
+    try:
+        assert launches._sleep_cycles_per_ms() == pytest.approx(1.98e6, rel=1e-3)
+    finally:
+        launches._sleep_cycles_per_ms.cache_clear()

@@ -145,9 +145,14 @@ def _share(triton_ms: float, other_ms: float) -> float | None:
 
 @functools.lru_cache(maxsize=1)
 def _sleep_cycles_per_ms() -> float:
+    """The GPU's clock cycles per ms of `torch.cuda._sleep`, measured once per process. A short sleep goes first:
+    the first one loads its kernel (CUDA loads modules lazily) and every launch takes host time, and were either
+    between the two events the GPU would idle there, the rate read too low and every filled queue too short
+    (an honest one-kernel call then reads other GPU time where its launch waited for the host)."""
     import torch
 
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(CALIBRATION_CYCLES // 10)  # the kernel loaded, and the GPU busy while the events go in
     start.record()
     torch.cuda._sleep(CALIBRATION_CYCLES)
     end.record()
