@@ -254,9 +254,11 @@ def test_timing_stage_holds_the_exclusive_gate(monkeypatch, tmp_path):
 
 
 def test_loading_holds_no_gate_and_building_holds_it_shared(monkeypatch, tmp_path):
-    """Importing the program (the candidate) and the reference part (the judge) is CPU work: no gate, and the
-    candidate is asked only once it has warmed up (`ready`), so a slow spare holds no other job's timing back.
-    Building the models (GPU allocations, init kernels) holds the shared gate."""
+    """The judge holds no gate around the two imports (the program in the candidate, the reference part here),
+    and asks its candidate only once that has warmed up (`ready`), so a slow spare holds no other job's timing
+    back; each import then takes the shared gate as a step of its own process (`Steps.guarded`: module-level code
+    may use the GPU), which `_reference`, replaced here, does not show. Building the models (GPU allocations, init
+    kernels) holds the shared gate."""
     events: list[str] = []
     judge, candidate = fake_judge(tmp_path, events)
     held: list[str] = []
