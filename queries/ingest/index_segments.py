@@ -118,8 +118,15 @@ def _pairs(line: np.ndarray, rows: np.ndarray, first: int, batch_rows: int) -> n
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
-    """The distinct values, sorted (numpy's SIMD sort; `np.unique` hashes, ~100x slower on these arrays)."""
-    values = np.sort(values)
+    """The distinct values, sorted (`np.unique` hashes, ~100x slower on these arrays)."""
+    values = _radix_sorted(values) if values.dtype == np.uint32 else np.sort(values)
     if len(values) == 0:
         return values
     return values[np.flatnonzero(np.concatenate(([True], values[1:] != values[:-1])))]
+
+
+def _radix_sorted(values: np.ndarray) -> np.ndarray:
+    """uint32 values sorted by two stable passes over 16 bits each (numpy's radix sort for 16-bit keys): 6.7 ms
+    for a batch's 434k pairs where `np.sort` took 13.9 ms (without SIMD sorting, as on the 2-core benchmark VM)."""
+    by_low = values[np.argsort((values & 0xFFFF).astype(np.uint16), kind="stable")]
+    return by_low[np.argsort((by_low >> 16).astype(np.uint16), kind="stable")]
