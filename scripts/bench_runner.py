@@ -324,7 +324,8 @@ def _start_beside(args: argparse.Namespace) -> subprocess.Popen | None:
 def latency(args: argparse.Namespace) -> int:
     """Start a service, run K correct programs once (cold), then again with force (warm): seconds from submit to
     verdict beyond the timing loops; with `--beside`, while a bulk pass shares the GPU (the service's jobs go first:
-    `runner.pool.host_lock`), also the seconds each job waited for the GPU."""
+    `runner.pool.host_lock`), also the seconds each job waited for the GPU. Each row keeps the job's longest phases
+    (its gate waits apart) and its spare's warm-up, so that a slow re-run says where its time went."""
     import secrets
     import signal
 
@@ -357,9 +358,11 @@ def latency(args: argparse.Namespace) -> int:
                 r = job["result"] or {}
                 loops = sum((r.get(k) or {}).get("loop_s") or 0.0 for k in ("timing", "ref_timing"))
                 waited = (r.get("phases_s") or {}).get("timing: waiting for the GPU")
+                phases = sorted((r.get("phases_s") or {}).items(), key=lambda kv: -kv[1])
                 rows.append({"id": row_id, "attempt": attempt, "status": r.get("status"), "wall_s": round(wall, 2),
                              "timing_loops_s": round(loops, 2), "beyond_loops_s": round(wall - loops, 2),
-                             "waited_for_gpu_s": waited, "beside_bulk": beside is not None and beside.poll() is None})
+                             "waited_for_gpu_s": waited, "beside_bulk": beside is not None and beside.poll() is None,
+                             "longest_phases_s": dict(phases[:8]), "warm_up_s": r.get("warm_up_s") or {}})
                 print(json.dumps(rows[-1]), flush=True)
     finally:
         service.terminate()
