@@ -8,6 +8,7 @@ import argparse
 import sys
 
 from queries.ingest import IngestError, ingest
+from queries.ingest.malloc import keep_freed_memory
 from queries.ingest.sources import SourceError
 from queries.ingest.syntax_check import SyntaxCheckError, check_syntax
 from queries.store import StoreError
@@ -47,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         return score_cli.main(args)
     try:
         if args.command == "ingest":
+            keep_freed_memory()  # this process is the ingest's (the explorer's keeps glibc's defaults)
             ingest(args.sources, args.store, skip_bad_files=args.skip_bad_files, workers=args.workers,
                    progress=not args.quiet, syntax_check=not args.no_syntax_check,
                    allow_shrink=args.allow_shrink)

@@ -5,7 +5,8 @@ The forkserver imports the modules the workers run (pyarrow, numpy, the parser: 
 worker starts; each worker is forked from it with them already imported, instead of importing them again itself.
 A worker's parent is the forkserver, not the ingest process, so each worker watches the ingest process itself
 (a pidfd, which a recycled pid cannot fool) and exits when it ends, whatever ended it (SIGKILL included); and it
-asks the kernel for SIGKILL should the forkserver end first (PR_SET_PDEATHSIG).
+asks the kernel for SIGKILL should the forkserver end first (PR_SET_PDEATHSIG). Each keeps the memory it frees
+(`malloc.keep_freed_memory`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import sys
 import threading
 import types
 from concurrent.futures import ProcessPoolExecutor
+
+from queries.ingest.malloc import keep_freed_memory
 
 # what the workers run; a forkserver already running (started earlier in this process) keeps what it has
 PRELOAD = ["queries.ingest.program_fields", "queries.ingest.refs", "queries.ingest.search_index",
@@ -45,7 +48,12 @@ class _Pool(ProcessPoolExecutor):
 def process_pool(workers: int) -> ProcessPoolExecutor:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
-    return _Pool(workers, mp_context=context, initializer=die_with, initargs=(os.getpid(),))
+    return _Pool(workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),))
+
+
+def _start_worker(owner: int) -> None:
+    keep_freed_memory()
+    die_with(owner)
 
 
 def stop_pool(pool: ProcessPoolExecutor, finished: bool) -> None:
