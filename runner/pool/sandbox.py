@@ -172,11 +172,9 @@ def _pid_namespace(child: Child) -> str | None:
         return None
 
 
-def _job_usage(pgid: int, namespace: str | None) -> tuple[int, int]:
-    """(resident bytes, processes) of the job: every process of its PID namespace, else of its process group.
-    The process count is what bounds a fork bomb when the child runs as root (the kernel does not apply
-    RLIMIT_NPROC to root)."""
-    total = procs = 0
+def _job_pids(pgid: int, namespace: str | None) -> list[str]:
+    """Every process of the job: of its PID namespace, else of its process group."""
+    pids = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -189,12 +187,44 @@ def _job_usage(pgid: int, namespace: str | None) -> tuple[int, int]:
                     fields = fh.read().rsplit(")", 1)[1].split()
                 if int(fields[2]) != pgid:  # fields after "(comm)": state ppid pgrp ...
                     continue
-            procs += 1
-            with open(f"/proc/{pid}/statm") as fh:
-                total += int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
         except (OSError, IndexError, ValueError):
             continue
-    return total, procs
+        pids.append(pid)
+    return pids
+
+
+def _resident_bytes(pid: str) -> int:
+    """RSS from statm (cheap): a page shared by several processes counts in each."""
+    with open(f"/proc/{pid}/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _proportional_bytes(pid: str) -> int:
+    """PSS from smaps_rollup (~3 ms for a process holding torch): a shared page counts once over its sharers."""
+    with open(f"/proc/{pid}/smaps_rollup") as fh:
+        for line in fh:
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _job_usage(pgid: int, namespace: str | None, memory_cap: int) -> tuple[int, int]:
+    """(memory bytes, processes) of the job. Memory is the sum of RSS, and where that is over `memory_cap`, the sum
+    of PSS: forked children share their parent's pages copy-on-write, and counting those in every child would
+    call a program with forked workers (or a fork bomb, which the process count stops) out of memory. The
+    process count is what bounds a fork bomb when the child runs as root (the kernel does not apply RLIMIT_NPROC
+    to root)."""
+    pids = _job_pids(pgid, namespace)
+    for measure in (_resident_bytes, _proportional_bytes):
+        total = 0
+        for pid in pids:
+            try:
+                total += measure(pid)
+            except (OSError, IndexError, ValueError):  # the process has exited meanwhile
+                continue
+        if total <= memory_cap:
+            break
+    return total, len(pids)
 
 
 def _dump_stacks(child: Child) -> None:
@@ -288,7 +318,7 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
             killed_for = "timeout"
         else:
             namespace = namespace or _pid_namespace(child)
-            rss, procs = _job_usage(proc.pid, namespace)
+            rss, procs = _job_usage(proc.pid, namespace, memory_cap)
             peak_rss, peak_procs = max(peak_rss, rss), max(peak_procs, procs)
             if peak_rss > memory_cap:
                 killed_for = "memory"
