@@ -20,7 +20,7 @@ import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -41,6 +41,7 @@ class Started:
     url: str
     pid: int  # the server's process on the host
     seconds: float  # from the start command to the first healthy answer
+    logs: Callable[[], str]  # what the server has printed so far
 
 
 def require_image_tools() -> None:
@@ -119,10 +120,13 @@ def podman_run() -> Iterator[Started]:
         if run.returncode != 0:
             raise RuntimeRefused(run.stderr.strip().splitlines()[-1])
         url = f"http://127.0.0.1:{host_port}"
-        seconds = wait_healthy(url, lambda: container_state(container, "Running") == "true",
-                               lambda: podman("logs", container, check=False).stderr, started)
+        def logs() -> str:
+            printed = podman("logs", container, check=False)
+            return printed.stdout + printed.stderr
+
+        seconds = wait_healthy(url, lambda: container_state(container, "Running") == "true", logs, started)
         yield Started(f"podman run ({'runc' if runtime else 'default runtime'})", url,
-                      int(container_state(container, "Pid")), seconds)
+                      int(container_state(container, "Pid")), seconds, logs)
     finally:
         podman("rm", "--force", "--ignore", "--time", "10", container)  # a refused one may exist, created
 
@@ -148,7 +152,7 @@ def chroot_start(root: Path, log: Path) -> Iterator[Started]:
     try:
         url = f"http://127.0.0.1:{PORT}"
         seconds = wait_healthy(url, lambda: proc.poll() is None, log.read_text, started)
-        yield Started("chroot into the mounted image", url, proc.pid, seconds)
+        yield Started("chroot into the mounted image", url, proc.pid, seconds, log.read_text)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
