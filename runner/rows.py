@@ -7,8 +7,10 @@ the rest of the runner imports with stdlib + torch + triton alone (no pyarrow, n
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from common.errors import TlxError
@@ -23,15 +25,29 @@ class RowNotFound(TlxError, LookupError):
 
 
 class StoreUnavailable(TlxError, RuntimeError):
-    """No store is configured, or it is missing or broken."""
+    """No store is configured, or it is missing or broken, or this Python lacks the packages that read it."""
+
+
+@contextmanager
+def _store_packages():
+    """Imports of `queries` inside it that fail for a missing package (a GPU host may carry only stdlib, torch and
+    triton) raise StoreUnavailable naming the package, so jobs that send program text still run and /health
+    answers."""
+    try:
+        yield
+    except ModuleNotFoundError as e:
+        raise StoreUnavailable(
+            f"reading the store needs the package {e.name!r}, which this Python ({sys.executable}) lacks: install "
+            "requirements.txt to queue rows by id; jobs that send the program text run without it") from None
 
 
 def resolve_store(store: Path | None) -> Path:
     """`store` as given, else `TLX_STORE`, else the embedded sample store (built on first use)."""
     if store is not None:
         return Path(store).expanduser()
-    from queries.ingest import ensure_sample_store
-    from queries.store import StoreError
+    with _store_packages():
+        from queries.ingest import ensure_sample_store
+        from queries.store import StoreError
 
     try:
         return ensure_sample_store(load_settings())
@@ -41,7 +57,8 @@ def resolve_store(store: Path | None) -> Path:
 
 def open_store(store: Path | None):
     """A cached `queries.store.Store` for the path (its row lookup is loaded once)."""
-    from queries.store import Store, StoreError
+    with _store_packages():
+        from queries.store import Store, StoreError
 
     path = resolve_store(store)
     with _stores_lock:
@@ -57,8 +74,9 @@ def filtered_rows(store: Path, runs_dir: Path, *, problem: str | None = None, **
                   ) -> list[tuple[str, int, int]]:
     """(row id, code shard, code row group) of the rows `queries.api.selected_rows` picks with these
     `queries.filters.Filters` fields (split, holdout_group, status, error_type, error_source), in id order."""
-    from queries import api
-    from queries.filters import Filters
+    with _store_packages():
+        from queries import api
+        from queries.filters import Filters
 
     try:
         table = api.selected_rows(store, runs_dir, Filters(**filters), problem=problem)
@@ -79,7 +97,8 @@ def store_identity(store: Path | None) -> dict[str, str | None]:
 
 
 def load_program(store: Path | None, row_id: str) -> str:
-    from queries.store import RowNotInStore, StoreError
+    with _store_packages():
+        from queries.store import RowNotInStore, StoreError
 
     handle = open_store(store)
     try:
@@ -95,7 +114,8 @@ def iter_programs(store: Path, locations: Iterable[tuple[str, int, int]]) -> Ite
 
     Rows come out grouped by row group; a row missing from its row group raises StoreUnavailable.
     """
-    from queries.store import Store, StoreError
+    with _store_packages():
+        from queries.store import Store, StoreError
 
     try:
         yield from Store(resolve_store(store)).programs(locations)  # a fresh handle: bulk may follow a rebuild

@@ -37,8 +37,9 @@ class Service:
     """`python -m runner serve --port 0` in a subprocess; the port is read from its startup line."""
 
     def __init__(self, runs_dir: Path, store: Path | None, token: str | None = TOKEN, host: str = "127.0.0.1",
-                 args: tuple[str, ...] = ()):
+                 args: tuple[str, ...] = (), env: dict[str, str] | None = None):
         self.runs_dir, self.store, self.token, self.host, self.args = runs_dir, store, token, host, args
+        self.extra_env = env or {}
         self.proc: subprocess.Popen | None = None
         self.url = ""
 
@@ -47,6 +48,7 @@ class Service:
         if self.token:
             env["TLX_RUNNER_TOKEN"] = self.token
         env["TLX_CACHE_DIR"] = str(self.runs_dir / "cache")
+        env.update(self.extra_env)
         cmd = [sys.executable, "-m", "runner", "serve", "--host", self.host, "--port", "0", "--device", "cpu",
                "--runs-dir", str(self.runs_dir), "--grace", "2"]
         if self.store:
@@ -152,6 +154,29 @@ def test_verdicts_of_good_wrong_and_stored_programs(service):
         assert (service.runs_dir / "triton-cache" / job["result"]["program_sha256"]).is_dir()  # shared cache
     listed = {j["id"]: j["state"] for j in client.jobs(limit=10)}
     assert listed[good["id"]] == "done" and listed[row["id"]] == "done"
+
+
+def test_a_runner_without_the_explorers_packages(tmp_path, fixture_store):
+    """A GPU host may carry only stdlib, torch and triton: /health answers with the store's error, a row id is
+    refused with 503 naming the missing package, and a program sent as text runs."""
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    for name in ("duckdb", "pyarrow"):
+        (blocked / f"{name}.py").write_text("raise ModuleNotFoundError(f'No module named {__name__!r}', name=__name__)\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(blocked), str(REPO)])}
+    svc = Service(tmp_path / "runs", fixture_store, env=env).start()
+    try:
+        status, health = raw(svc.url + "/health")
+        assert status == 200, health
+        assert health["store"]["build_id"] is None and "lacks" in health["store"]["error"]
+        client = svc.client()
+        with pytest.raises(RunnerError, match=r"'(duckdb|pyarrow)'.*requirements\.txt"):
+            client.submit(row_id="train/000000", trials=1)
+        job = client.wait(client.submit(program=GOOD.replace("good_k", "bare_k"), trials=1)["id"], timeout=60,
+                          poll=0.2)
+        assert job["result"]["status"] == "ok", job
+    finally:
+        assert svc.stop() == 0, svc.log.read_text()
 
 
 def test_duplicate_submissions_collapse(service):
