@@ -22,15 +22,23 @@ HOLDER = textwrap.dedent("""
     from runner.pool.gate import GpuGate
     from runner.pool.host_lock import HostLock
     folder, mode, marks = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
-    gate = GpuGate("0", HostLock(folder, "0", priority=sys.argv[4:] == ["priority"]))
+    gate = GpuGate("0", HostLock(folder, "0", priority="priority" in sys.argv[4:]))
+    between_steps = "between-steps" in sys.argv[4:]  # a job's claim: one step held and given back, the job goes on
     marks.write_text("trying")
+    if between_steps:
+        gate.claim(True)
     gate.acquire(mode)
+    if between_steps:
+        gate.release(mode)
     marks.write_text("held")
     release = marks.with_suffix(".release")
     deadline = time.monotonic() + 60
     while not release.exists() and time.monotonic() < deadline:
         time.sleep(0.01)
-    gate.release(mode)
+    if between_steps:
+        gate.claim(False)
+    else:
+        gate.release(mode)
     marks.write_text("released")
 """)
 
@@ -177,7 +185,7 @@ def test_a_priority_process_job_goes_before_the_other_processes_new_holds(tmp_pa
     try:
         _wait_for(marks, "trying")
         deadline = time.monotonic() + DEADLINE_S
-        while not bulk.host.priority_waiting():
+        while not bulk.host.priority_claimed():
             assert time.monotonic() < deadline, "the service never said it waits"
             time.sleep(0.01)
         assert not _tries(bulk, SHARED, 0.4) and not _tries(bulk, EXCLUSIVE, 0.4)
@@ -186,7 +194,30 @@ def test_a_priority_process_job_goes_before_the_other_processes_new_holds(tmp_pa
     _wait_for(marks, "held")
     assert not _tries(bulk, SHARED, 0.2)  # the service times alone
     _let_go(service, marks)
-    assert _tries(bulk, EXCLUSIVE, DEADLINE_S) and not bulk.host.priority_waiting()
+    assert _tries(bulk, EXCLUSIVE, DEADLINE_S) and not bulk.host.priority_claimed()
+
+
+def test_a_priority_process_job_keeps_the_gpu_between_its_steps(tmp_path):
+    """Between a service job's steps (its first step done, the job not over) no bulk step starts, so the job's
+    next step waits for nothing; once the job ends, the bulk run goes on."""
+    service, marks = _holder(tmp_path, SHARED, "service", "priority", "between-steps")
+    bulk = GpuGate("0", HostLock(tmp_path / "locks", "0"))
+    try:
+        assert bulk.host.priority_claimed()
+        assert not _tries(bulk, SHARED, 0.4) and not _tries(bulk, EXCLUSIVE, 0.4)
+    finally:
+        _let_go(service, marks)
+    assert not bulk.host.priority_claimed() and _tries(bulk, EXCLUSIVE, DEADLINE_S)
+
+
+def test_a_bulk_process_job_claims_nothing_from_the_others(tmp_path):
+    """The claim is a priority process's: a bulk job between its steps lets the service (and other runs) in."""
+    bulk, marks = _holder(tmp_path, EXCLUSIVE, "bulk", "between-steps")
+    other = GpuGate("0", HostLock(tmp_path / "locks", "0"))
+    try:
+        assert _tries(other, EXCLUSIVE, DEADLINE_S)
+    finally:
+        _let_go(bulk, marks)
 
 
 def test_a_priority_reader_overlaps_shared_holders_past_a_waiting_bulk_writer(tmp_path):

@@ -26,10 +26,10 @@ for _ in range({children}):
     if os.fork() == 0:
         if {own_copy}:
             block = bytearray(b"\\x02") * ({block} * 2**20)  # a block of the child's own
-        print("ready", flush=True)
+        os.write(1, b"ready\\n")  # one write(2) a process: the pipe keeps it whole
         time.sleep(60)
         os._exit(0)
-print("ready", flush=True)
+os.write(1, b"ready\\n")
 time.sleep(60)
 """
 
@@ -38,7 +38,7 @@ def start_tree(own_copy: bool) -> subprocess.Popen:
     code = TREE.format(block=BLOCK_MIB, children=CHILDREN, own_copy=own_copy)
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
     for _ in range(CHILDREN + 1):
-        assert proc.stdout.readline().strip() == "ready"
+        assert proc.stdout.readline() == "ready\n"
     time.sleep(0.2)  # the last child's print comes before its sleep, after its copy
     return proc
 

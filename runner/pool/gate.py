@@ -61,11 +61,18 @@ class GpuGate:
         """Block until held in `mode`; False (not held) if `abort` is set first."""
         if self.host is None:
             return self._acquire(mode, abort)
-        self.host.waiting(True)
+        self.host.claim(True)
         try:
             return self._acquire(mode, abort)
         finally:
-            self.host.waiting(False)
+            self.host.claim(False)
+
+    def claim(self, on: bool) -> None:
+        """A job starts (`on`) or ends its claim on the GPU, from its first request for the gate to its end: in a
+        priority process (the service), the host's other processes start no new step meanwhile, so that a re-run
+        waits for their steps in flight once rather than before each of its own steps."""
+        if self.host is not None:
+            self.host.claim(on)
 
     def _foreign_first(self) -> bool:
         """This process holds the host lock shared, but another process's waiting job goes first

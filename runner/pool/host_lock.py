@@ -9,10 +9,11 @@ readers of a process that already holds `main` wait too while another process's 
 so no new reader of any process starts while a writer waits.
 
 `priority` serves the service's re-runs (issue 22: an interactive re-run beside a bulk run should wait for at most
-the steps in flight, not for a queue of bulk jobs): a process made with `priority=True` (`prefer_this_process`,
-called by `runner serve`) holds that file shared while any of its jobs waits for the gate, and then its readers
-skip `intent`; the other processes take no new hold, shared or exclusive, while it is held. flock locks go with
-the process: a killed runner holds nothing.
+the steps in flight, once, not for a queue of bulk jobs nor for a new bulk step between each of its own): a
+process made with `priority=True` (`prefer_this_process`, called by `runner serve`) holds that file shared while
+any of its jobs claims the GPU (`claim`: from the job's first request for the gate to its end, and during any
+wait), and then its readers skip `intent`; the other processes take no new hold, shared or exclusive, while it is
+held. flock locks go with the process: a killed runner holds nothing.
 
 Children hold it too while they touch the GPU outside a job's steps (`child_descriptors`): a spare creating its
 CUDA context and warming up, as a reader, so that no timing stage runs beside it."""
@@ -75,18 +76,19 @@ class HostLock:
         fcntl.flock(probe, fcntl.LOCK_UN)
         return False
 
-    def priority_waiting(self) -> bool:
-        """A priority process (not this one) has a job waiting for the gate."""
+    def priority_claimed(self) -> bool:
+        """A priority process (not this one) has a job that claims the GPU (`claim`)."""
         return not self.priority and self._held_against(self._priority_probe, fcntl.LOCK_EX)
 
     def defer_reader(self) -> bool:
         """A new reader of this process should wait although this process holds `main`: another process's writer
         waits (this one's own writers are seen by the in-process gate first), or a priority process's job does."""
-        return self.priority_waiting() or (not self.priority and self._held_against(self._intent_probe, fcntl.LOCK_SH))
+        return self.priority_claimed() or (not self.priority and self._held_against(self._intent_probe, fcntl.LOCK_SH))
 
-    def waiting(self, on: bool) -> None:
-        """A job of this process starts (`on`) or stops waiting for the gate; a priority process says so to the
-        others through its `priority` file while any of its jobs waits."""
+    def claim(self, on: bool) -> None:
+        """A job of this process starts (`on`) or ends a claim on the GPU (claims nest: a wait for the gate is one,
+        a job from its first request to its end another); a priority process tells the others through its
+        `priority` file while any claim of its jobs lasts."""
         if not self.priority:
             return
         with self._waiting_lock:
@@ -97,7 +99,7 @@ class HostLock:
                 fcntl.flock(self._priority, fcntl.LOCK_UN)
 
     def _after_priority(self, abort: threading.Event | None) -> bool:
-        while self.priority_waiting():
+        while self.priority_claimed():
             if abort is not None and abort.is_set():
                 return False
             time.sleep(POLL_S)

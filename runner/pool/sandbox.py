@@ -76,8 +76,9 @@ class _Channel(threading.Thread):
     """Reads the child's JSON-lines result channel: last stage seen, GPU gate requests and the final result. A
     result counts only when it carries this job's random key (sent in the spec): a program that finds the pipe
     and writes its own verdict without the key is ignored (and flagged `forged_verdict`). Gate requests are
-    answered with a `go` line on the child's spec pipe once `gate` is held; `close_gate` releases what the job
-    still holds and stops a wait."""
+    answered with a `go` line on the child's spec pipe once `gate` is held; the first request starts the job's
+    claim on the GPU (`GpuGate.claim`), which lasts to the job's end. `close_gate` releases what the job still holds
+    and its claim, and stops a wait."""
 
     def __init__(self, fd: int, key: str, gate: GpuGate | None, control_fd: int) -> None:
         super().__init__(daemon=True)
@@ -90,6 +91,7 @@ class _Channel(threading.Thread):
         self.done = threading.Event()  # set when this job's verdict has arrived
         self.gate, self.control_fd = gate, control_fd
         self.held: str | None = None
+        self.claimed = False
         self.gate_closed = threading.Event()
         self._gate_lock = threading.Lock()
         self._waited_s = 0.0
@@ -130,6 +132,12 @@ class _Channel(threading.Thread):
             return
         if mode not in (SHARED, EXCLUSIVE) or self.held:
             return
+        with self._gate_lock:
+            if self.gate_closed.is_set():
+                return
+            if not self.claimed:
+                self.gate.claim(True)
+                self.claimed = True
         self._waiting_since = time.monotonic()
         got = self.gate.acquire(mode, abort=self.gate_closed)
         with self._gate_lock:  # close_gate takes it too: no "go" is written once the job is over
@@ -157,8 +165,11 @@ class _Channel(threading.Thread):
         with self._gate_lock:
             self.gate_closed.set()
             held, self.held = self.held, None
+            claimed, self.claimed = self.claimed, False
         if held and self.gate is not None:
             self.gate.release(held)
+        if claimed:
+            self.gate.claim(False)
 
 
 def _pid_namespace(child: Child) -> str | None:
