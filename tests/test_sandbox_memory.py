@@ -39,7 +39,7 @@ def start_tree(own_copy: bool) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
     for _ in range(CHILDREN + 1):
         assert proc.stdout.readline() == "ready\n"
-    time.sleep(0.2)  # the last child's print comes before its sleep, after its copy
+    time.sleep(0.2)  # the last child says ready before its sleep, after its copy
     return proc
 
 

@@ -52,8 +52,8 @@ class HostLock:
         # separate open files to look at the others' locks with (flock on a held descriptor would convert ours)
         self._intent_probe, self._priority_probe = (os.open(p, os.O_RDWR) for p in self.paths[1:])
         self.priority = priority
-        self._waiting = 0
-        self._waiting_lock = threading.Lock()
+        self._claims = 0
+        self._claims_lock = threading.Lock()
 
     @staticmethod
     def _take(fd: int, kind: int, abort: threading.Event | None) -> bool:
@@ -91,11 +91,11 @@ class HostLock:
         `priority` file while any claim of its jobs lasts."""
         if not self.priority:
             return
-        with self._waiting_lock:
-            self._waiting += 1 if on else -1
-            if on and self._waiting == 1:
+        with self._claims_lock:
+            self._claims += 1 if on else -1
+            if on and self._claims == 1:
                 fcntl.flock(self._priority, fcntl.LOCK_SH)
-            elif not on and self._waiting == 0:
+            elif not on and self._claims == 0:
                 fcntl.flock(self._priority, fcntl.LOCK_UN)
 
     def _after_priority(self, abort: threading.Event | None) -> bool:
