@@ -33,7 +33,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +47,7 @@ NOT_ISOLATED = "not_isolated"
 INNER_PARENT_PID = 1  # the child's parent inside the PID namespace: bwrap's init, or runner.pool.jail
 KEPT_CAPS = ("CAP_SETUID", "CAP_SETGID")
 BASIC_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+SCRATCH = "/tmp"  # where the job's own tmp folder is mounted
 ALWAYS_HIDDEN = ("/root", "/home", "/run")
 HIDDEN_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-")  # root may read them by owner
 PROBE_TIMEOUT_S = 20
@@ -91,13 +91,13 @@ def plan(job_root: Path, hide: list[str], writable: tuple[str, ...] = ()) -> lis
     """The job's mounts, shallowest first (a deeper mount lies on top of the folders it sits in); `writable`:
     folders besides the job's own that stay writable (`EvalOptions.write_roots`)."""
     root = _real(job_root)
-    tmp = _real(tempfile.gettempdir())
+    scratch = _real(SCRATCH)
     hidden = {_real(p) for p in (*ALWAYS_HIDDEN, os.path.expanduser("~"), *hide) if p}
-    hidden = {p for p in hidden if os.path.isdir(p) and p != "/" and not _under(p, tmp) and not _under(p, "/dev")
-              and not _under(p, root)}  # (/tmp is the job's scratch already)
-    mounts = [Mount("dev", "/dev", devices=(*BASIC_DEVICES, *gpu_devices())), Mount("rw", "/tmp", f"{root}/tmp")]
-    mounts += [Mount("tmpfs", p) for p in hidden]
-    mounts += [Mount("ro", p, p) for p in _readable_roots() if any(_under(p, h) for h in hidden | {tmp})]
+    hidden = {p for p in hidden if os.path.isdir(p) and p != "/" and not _under(p, "/dev") and not _under(p, root)}
+    mounts = [Mount("dev", "/dev", devices=(*BASIC_DEVICES, *gpu_devices())), Mount("rw", SCRATCH, f"{root}/tmp")]
+    mounts += [Mount("tmpfs", p) for p in hidden if not _under(p, scratch)]  # the job's own /tmp covers the rest
+    mounts += [Mount("ro", p, p) for p in _readable_roots() if any(_under(p, h) for h in hidden | {scratch})]
+    # hidden folders inside what was bound back (a runs folder inside a repo that lies under /tmp) are hidden again
     mounts += [Mount("tmpfs", p) for p in hidden if any(_under(p, m.dest) for m in mounts if m.kind == "ro")]
     mounts += [Mount("rw", p, p) for p in map(_real, (root, *writable)) if os.path.isdir(p)]
     mounts += [Mount("ro", p, os.devnull) for p in HIDDEN_FILES if os.path.isfile(p)]
