@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from queries.ingest import ingest
+from tests.fixtures import write_fixture_shard
 
 REPO = Path(__file__).resolve().parent.parent
 REALWORLD = Path(__file__).resolve().parents[2] / "shared" / "data" / "realworld"
@@ -132,7 +133,8 @@ def test_a_live_build_folder_is_left_alone(tmp_path):
     store = tmp_path / "store"
     live = tmp_path / f".store.building-{os.getppid()}"  # pytest's parent: alive
     live.mkdir()
-    ingest([str(REALWORLD / "test.parquet")], store, progress=False, workers=1, syntax_check=False)
+    source = write_fixture_shard(tmp_path / "source")[1]  # any small source: the build folder is the point
+    ingest([str(source)], store, progress=False, workers=1, syntax_check=False)
     assert live.is_dir()
 
 
