@@ -7,11 +7,11 @@
 |---|---|---|
 | `TLX_RUNNER_URL` | the service the explorer and `submit` talk to | `http://127.0.0.1:8765` |
 | `TLX_RUNNER_TOKEN` | the service's bearer token | none (a loopback service makes one) |
-| `TLX_RUNNER_JOBS_PER_GPU` | jobs sharing one GPU through their CPU-bound stages (`runner.pool.gate`) | min(6, cores / 2) |
+| `TLX_RUNNER_JOBS_PER_GPU` | jobs sharing one GPU through their CPU-bound stages (`runner.gpu.gate`) | min(6, cores / 2) |
 | `TLX_RUNNER_PREWARM` | `0`/`false`/`no`/`off`: no pre-warmed spare children | on |
 | `TLX_RUNNER_CPU_THREADS` | torch CPU threads in a CUDA job (read inside the child) | min(4, cores / 4) |
-| `TLX_RUNNER_PIN_TIMING` | `0`/`false`/`no`/`off`: no core kept for each GPU's timing thread (`runner.pool.cpu_plan`) | on |
-| `TLX_RUNNER_REUSE_REFERENCE_TIMING` | `0`/`false`/`no`/`off`: a bulk run times Model in every job (`runner.pool.reference_timings`) | on |
+| `TLX_RUNNER_PIN_TIMING` | `0`/`false`/`no`/`off`: no core kept for each GPU's timing thread (`runner.gpu.cpu_plan`) | on |
+| `TLX_RUNNER_REUSE_REFERENCE_TIMING` | `0`/`false`/`no`/`off`: a bulk run times Model in every job (`runner.gpu.reference_timings`) | on |
 
 Standard library only (the explorer, the runner and the sandboxed child import it).
 """
@@ -35,10 +35,10 @@ CORES_PER_JOB = 2  # 16 cores per H200: 8 jobs' worth, capped at 6; ~22 host CPU
 HOST_BYTES_PER_JOB = 8 << 30  # the judge, the candidate and their spares' two processes: ~2 GiB each
 URL_ENV, TOKEN_ENV = "TLX_RUNNER_URL", "TLX_RUNNER_TOKEN"
 JOBS_PER_GPU_ENV, PREWARM_ENV, CPU_THREADS_ENV = "TLX_RUNNER_JOBS_PER_GPU", "TLX_RUNNER_PREWARM", "TLX_RUNNER_CPU_THREADS"
-PIN_TIMING_ENV = "TLX_RUNNER_PIN_TIMING"  # runner.pool.cpu_plan
+PIN_TIMING_ENV = "TLX_RUNNER_PIN_TIMING"  # runner.gpu.cpu_plan
 REUSE_REFERENCE_ENV = "TLX_RUNNER_REUSE_REFERENCE_TIMING"  # runner.bulk.backends
 CANDIDATE_UID_ENV = "TLX_RUNNER_CANDIDATE_UID"  # read by the judge (runner.child.candidate_client)
-LOCK_DIR_ENV = "TLX_RUNNER_LOCK_DIR"  # the GPU gates' lock files, shared by the host's runners (runner.pool.host_lock)
+LOCK_DIR_ENV = "TLX_RUNNER_LOCK_DIR"  # the GPU gates' lock files, shared by the host's runners (runner.gpu.host_lock)
 CUDA_IPC_ENV = "TLX_RUNNER_CUDA_IPC"  # read by the judge (runner.child.evaluate): 0 sends outputs as host bytes
 CHILD_ENV = (CPU_THREADS_ENV, CANDIDATE_UID_ENV, CUDA_IPC_ENV)  # passed into the sandbox's scrubbed environment
 
@@ -83,7 +83,7 @@ def default_jobs_per_gpu(gpus: int = 1, cores: int | None = None, memory_bytes: 
     """Jobs per GPU when not set, from the host's share per GPU: `CORES_PER_JOB` cores (a job is the judge and its
     candidate, compiling, beside their spares warming up) and `HOST_BYTES_PER_JOB` of memory each, at most
     `MAX_DEFAULT_JOBS_PER_GPU`. GPU memory is not divided up front: a job out of GPU memory beside others runs
-    again with the GPU to itself (`runner.pool.oom_rerun`)."""
+    again with the GPU to itself (`runner.gpu.oom_rerun`)."""
     gpus = max(1, gpus)
     cores = cores if cores is not None else (os.cpu_count() or 1)
     memory = memory_bytes if memory_bytes is not None else host_memory_bytes()
@@ -98,7 +98,7 @@ class RunnerConfig:
     jobs_per_gpu: int | None = None  # None: `default_jobs_per_gpu` for the GPUs found
     prewarm: bool = True
     cpu_threads: int | None = None  # None: min(4, cores / 4)
-    pin_timing: bool = True  # a core per GPU for its timing thread (runner.pool.cpu_plan)
+    pin_timing: bool = True  # a core per GPU for its timing thread (runner.gpu.cpu_plan)
     reuse_reference_timing: bool = True  # bulk runs time Model once per reference text and GPU
 
     @classmethod
@@ -132,7 +132,7 @@ class Settings:
     duckdb_threads: int
     duckdb_memory: str
     query_timeout_s: float
-    search_cache_mb: int  # decompressed search-index lines a process keeps (queries.search_index)
+    search_cache_mb: int  # decompressed search-index lines a process keeps (queries.search.index)
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:

@@ -7,9 +7,9 @@ from dataclasses import replace
 import streamlit as st
 
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
+from common.program.parse import STATIC_ERRORS
 from queries import api
 from queries.filters import ERROR_SOURCES, Filters
-from queries.parse import STATIC_ERRORS
 from runner.result import ErrorType
 from ui import bulk, charts, context, data, flags, links, widgets
 from ui.labels import error_name

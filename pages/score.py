@@ -1,5 +1,5 @@
 """Score page: a latency model's (or verifier's) predictions against the labels, by split and holdout group, next
-to simple baselines; the metrics are `queries.scoring`'s (also `python -m queries score-predictions`)."""
+to simple baselines; the metrics are `queries.scoring.metrics`'s (also `python -m queries score-predictions`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import streamlit as st
 
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
-from queries.predictions import PredictionsError
-from queries.scoring import METHODS
+from queries.scoring.metrics import METHODS
+from queries.scoring.predictions import PredictionsError
 from ui import context, data, links, widgets
 from ui.text import md, md_code
 

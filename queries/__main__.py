@@ -9,8 +9,8 @@ import sys
 
 from queries.ingest import IngestError, ingest
 from queries.ingest.malloc import keep_freed_memory
+from queries.ingest.program_checks import SyntaxCheckError, check_syntax
 from queries.ingest.sources import SourceError
-from queries.ingest.syntax_check import SyntaxCheckError, check_syntax
 from queries.store import StoreError
 
 
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     agree.add_argument("--profile", help="one profile only (kernelbench, kernelbench-strict, custom)")
     agree.add_argument("--runs-dir", metavar="DIR", help="run results folder (default TLX_RUNS_DIR)")
     score = commands.add_parser("score-predictions", help="a latency model's predictions against the labels")
-    from queries import score_cli
+    from queries.scoring import cli as score_cli
 
     score_cli.add_arguments(score)
     for command in (build, check):

@@ -12,15 +12,15 @@ from pathlib import Path
 import pyarrow as pa
 
 from queries.agreement import agreement
-from queries.console import ConsoleError, console
+from queries.console.statements import ConsoleError, console
 from queries.db import QueryTimeout, connect
 from queries.detail import RowDetail, row
 from queries.export import ExportError, export
 from queries.filters import HONEST, NO_FILTERS, Candidates, Filters
 from queries.measured import runs, runs_by_problem, runs_reproducibility, runs_static_vs_measured
 from queries.runner_match import mismatched_rows, store_build_id
-from queries.search import SearchError, SearchResult, search_code
-from queries.search_facts import SearchHits, search_hits
+from queries.search.engine import SearchError, SearchResult, search_code
+from queries.search.facts import SearchHits, search_hits
 from queries.store import StoreError
 
 __all__ = [

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from common.program.parse import ParsedProgram, parse_program
 from queries.db import connect
-from queries.parse import ParsedProgram, parse_program
 from queries.store import StoreError
 
 

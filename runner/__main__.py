@@ -62,7 +62,7 @@ def eval_main(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    from runner.pool.sandbox import evaluate_in_sandbox
+    from runner.sandbox.run import evaluate_in_sandbox
 
     result_id = "sha256:" + program_sha256(program)[:16]
     result = evaluate_in_sandbox(program, options, result_id=result_id)
@@ -90,7 +90,7 @@ def exit_now(code: int) -> None:
     """End the command without the interpreter's teardown of pyarrow, duckdb and friends (seconds on a loaded
     host, which a Ctrl-C'd bulk run would spend after its summary): everything it wrote is closed and fsync'd
     by then; streams are flushed and pre-warmed sandbox children killed here."""
-    from runner.pool.spares import close_spares
+    from runner.sandbox.spares import close_spares
 
     close_spares()
     for stream in (sys.stdout, sys.stderr):

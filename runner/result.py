@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from runner.spec import RunSpec
 
 
-REF_TIMING_REUSED = "reference_timing_reused"  # Model's timing came from an earlier job (runner.pool.reference_timings)
+REF_TIMING_REUSED = "reference_timing_reused"  # Model's timing came from an earlier job (runner.gpu.reference_timings)
 
 
 class ErrorType(StrEnum):
@@ -151,7 +151,7 @@ class RunResult:
     finished_at: str | None = None
     phases_s: dict[str, float] = field(default_factory=dict)  # wall seconds per stage: child_ready (waiting for
     # the child's warm-up), start, load, init, correctness, timing, system (in the child), harness (the rest); a
-    # stage's wait for the GPU gate beside it as "<stage> [waiting for the GPU]" (`runner.pool.sandbox.gate_waits_apart`)
+    # stage's wait for the GPU gate beside it as "<stage> [waiting for the GPU]" (`runner.sandbox.run.gate_waits_apart`)
     tolerance_passed: float | None = None  # tightest standard tolerance every output passed on every trial
     outputs: list[OutputDiff] = field(default_factory=list)
     launches: dict[str, Any] | None = None  # what one untimed ModelNew call launched (runner.child.launches)

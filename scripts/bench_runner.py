@@ -39,10 +39,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from common.program_hash import program_sha256  # noqa: E402
 from common.settings import RunnerConfig  # noqa: E402
 from runner.bulk.backends import LocalBackend, Task  # noqa: E402
-from runner.pool.gate import gates_report  # noqa: E402
-from runner.pool.sandbox import close_spares  # noqa: E402
-from runner.pool.slots import make_slots  # noqa: E402
+from runner.gpu.gate import gates_report  # noqa: E402
+from runner.gpu.slots import make_slots  # noqa: E402
 from runner.result import RunResult  # noqa: E402
+from runner.sandbox.run import close_spares  # noqa: E402
 from runner.spec import RunSpec  # noqa: E402
 
 BIG_MS = 0.05  # rows at or above this median are held to the run-to-run targets
@@ -324,7 +324,7 @@ def _start_beside(args: argparse.Namespace) -> subprocess.Popen | None:
 def latency(args: argparse.Namespace) -> int:
     """Start a service, run K correct programs once (cold), then again with force (warm): seconds from submit to
     verdict beyond the timing loops; with `--beside`, while a bulk pass shares the GPU (the service's jobs go first:
-    `runner.pool.host_lock`), also the seconds each job waited for the GPU. Each row keeps the job's longest phases
+    `runner.gpu.host_lock`), also the seconds each job waited for the GPU. Each row keeps the job's longest phases
     (its gate waits apart) and its spare's warm-up, so that a slow re-run says where its time went."""
     import secrets
     import signal

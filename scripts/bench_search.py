@@ -25,7 +25,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from queries.search import forget_searches, search_code
+from queries.search.engine import forget_searches, search_code
 from queries.store import CODE_DIR, SEARCH_DIR, SEARCH_META
 
 LITERALS = [
@@ -89,7 +89,7 @@ def main() -> None:
           f"{index / 1e6:,.0f} MB = {index / code:.0%} of the code shards' {code / 1e6:,.0f} MB; built in "
           f"{meta['seconds']:.1f} s")
     print(f"peak RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB (the index's "
-          f"decompressed lines kept: queries/search_index.py, CACHE_BYTES, TLX_SEARCH_CACHE_MB)")
+          f"decompressed lines kept: queries/search/index.py, CACHE_BYTES, TLX_SEARCH_CACHE_MB)")
     print(f"command: python scripts/bench_search.py --store {args.store} --repeat {args.repeat} --limit {args.limit}")
     print()
     print("| pattern | kind | matching rows | answered by | programs read | computed median ms | max ms | memoized ms |")

@@ -8,7 +8,7 @@ and reports how the samples spread:
 - `quiet`: nothing beside the timing;
 - `noise`: the background processes warm up and exit with no lock;
 - `noise_locked`: each background process holds a lock file shared (flock) from before its warm-up until it has
-  exited, and the timing holds it exclusive, as the host lock of `runner.pool.host_lock` would;
+  exited, and the timing holds it exclusive, as the host lock of `runner.gpu.host_lock` would;
 - `noise_warm_locked`: the same, but the lock is given back after the warm-up, before the process exits.
 
 Per call and condition: 1,000 samples in batches of 10 (the timing loop's own batches), their median, CV, a robust
@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 NOISE_CODE = """
 import fcntl, os, sys
 fd = None
-if sys.argv[1] != "-":  # as a reader of runner.pool.host_lock: through `intent` (writers first), then `main`
+if sys.argv[1] != "-":  # as a reader of runner.gpu.host_lock: through `intent` (writers first), then `main`
     intent, fd = os.open(sys.argv[1] + ".intent", os.O_RDWR), os.open(sys.argv[1], os.O_RDWR)
     fcntl.flock(intent, fcntl.LOCK_SH)
     fcntl.flock(fd, fcntl.LOCK_SH)
@@ -86,7 +86,7 @@ def measure(name: str, fn, lock_fd: int | None) -> dict[str, object]:
     from runner.options import TimingOptions
 
     opts = TimingOptions()
-    if lock_fd is not None:  # as a writer of runner.pool.host_lock: `intent` held while it waits for `main`
+    if lock_fd is not None:  # as a writer of runner.gpu.host_lock: `intent` held while it waits for `main`
         intent = os.open(str(LOCK) + ".intent", os.O_RDWR)
         fcntl.flock(intent, fcntl.LOCK_EX)
         fcntl.flock(lock_fd, fcntl.LOCK_EX)

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Unpack Debian's bubblewrap binary into .tools/bubblewrap/ (usr/bin/bwrap), where runner.pool.isolation looks for
+# Unpack Debian's bubblewrap binary into .tools/bubblewrap/ (usr/bin/bwrap), where runner.sandbox.isolation looks for
 # it, for a machine without bwrap or a package registry (the GPU machine): run this where apt works, then carry
 # .tools/ with the repository (the device run's `carry: [".tools"]`, or rsync/scp). Debian bookworm's build needs
 # only libc and libselinux/libcap, which the GPU image has. Usage: scripts/fetch_bwrap.sh [DEST]

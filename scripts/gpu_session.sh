@@ -92,7 +92,7 @@ j)
   environment
   step "the sandbox's view of the GPU"
   { ls -l /dev/nvidia* | head -5; id nobody; python3 -c "import sys; print(sys.executable)"
-    python3 -c "from runner.pool import isolation as i, cgroup as c; print(i.current().describe()); print('unshare:', i.detect('unshare').reason); print(c.find_hierarchy())"
+    python3 -c "from runner.sandbox import isolation as i, cgroup as c; print(i.current().describe()); print('unshare:', i.detect('unshare').reason); print(c.find_hierarchy())"
   } 2>&1 | tee -a "$LOG"
   GPU_TESTS_S=${GPU_TESTS_S:-260} GPU_TEST_FILES="tests/test_cheats_gpu.py tests/test_isolation.py" gpu_tests
   step "${ROWS:-120} rows, default jobs per GPU"

@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from runner.child.timing import DO_BENCH_FLAG  # noqa: E402
 from runner.options import EvalOptions, TimingOptions  # noqa: E402
-from runner.pool.sandbox import evaluate_in_sandbox  # noqa: E402
 from runner.result import RunResult  # noqa: E402
+from runner.sandbox.run import evaluate_in_sandbox  # noqa: E402
 
 COLUMNS = ("id", "label_y", "verdicts", "median_ms", "event_ms", "wall_ms", "side_stream", "cv_runs", "do_bench_ms",
            "do_bench_agree_pct", "overhead_s", "speedup")

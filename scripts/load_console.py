@@ -50,7 +50,7 @@ def rss_kib(pid: int) -> int:
 
 
 def worker_pids() -> list[int]:
-    """This process's console workers (children running `queries.console_child`)."""
+    """This process's console workers (children running `queries.console.child`)."""
     found = []
     for name in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -60,7 +60,7 @@ def worker_pids() -> list[int]:
                 command = fh.read()
         except OSError:
             continue
-        if ppid == os.getpid() and b"queries.console_child" in command:
+        if ppid == os.getpid() and b"queries.console.child" in command:
             found.append(int(name))
     return found
 

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from queries.parse import reference_fields, text_cut
+from common.program.parse import reference_fields, text_cut
 
 REAL = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "realworld"
 KEEP = set(keyword.kwlist) | set(dir(builtins)) | {

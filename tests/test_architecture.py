@@ -6,7 +6,7 @@ functions, `TYPE_CHECKING` blocks included, read with `ast`):
 - `common` imports the standard library and `common` only;
 - `queries` imports nothing of `runner`, `ui` or `pages`; `runner` nothing of `ui` or `pages`;
 - `runner` imports `queries` in one module, `runner/rows.py`;
-- the runner's wings: `child` imports no `pool`, `service` or `bulk` module but the gate, `pool` no `service` or
+- the runner's wings: `child` imports no `sandbox`, `gpu`, `service` or `bulk` module but the gate, `sandbox` and `gpu` no `service` or
   `bulk`, and `service` and `bulk` not each other.
 
 Docs, in the manner of datasette's: every `TLX_*` variable the code reads and every subcommand of
@@ -26,11 +26,13 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("common", "queries", "runner", "ui", "pages")
 RUNNER_DOOR_TO_QUERIES = "runner.rows"
-CHILD_REACHES_INTO_POOL = {"runner.pool.gate"}  # the gate's child side (`ChildGate`) lives beside the parent's
-# runner wing -> the wings it may not import: the child stands alone, the pool serves the service and bulk
+CHILD_REACHES_INTO_GPU = {"runner.gpu.gate"}  # the gate's child side (`ChildGate`) lives beside the parent's
+# runner wing -> the wings it may not import: the child stands alone, the sandbox and GPU scheduling serve the
+# service and bulk
 WING_BARRIERS = {
-    "runner.child": ("runner.pool", "runner.service", "runner.bulk"),
-    "runner.pool": ("runner.service", "runner.bulk"),
+    "runner.child": ("runner.sandbox", "runner.gpu", "runner.service", "runner.bulk"),
+    "runner.sandbox": ("runner.service", "runner.bulk"),
+    "runner.gpu": ("runner.service", "runner.bulk"),
     "runner.service": ("runner.bulk",),
     "runner.bulk": ("runner.service",),
 }
@@ -134,7 +136,7 @@ def violations(graph: dict[str, set[str]], tops: dict[str, set[str]]) -> list[st
                 bad.append(f"{module} imports {target} (runner imports queries only in {RUNNER_DOOR_TO_QUERIES})")
             room = ".".join(module.split(".")[:2])
             barred = WING_BARRIERS.get(room, ())
-            if target.startswith(barred) and not (room == "runner.child" and target in CHILD_REACHES_INTO_POOL):
+            if target.startswith(barred) and not (room == "runner.child" and target in CHILD_REACHES_INTO_GPU):
                 bad.append(f"{module} imports {target} ({room} may not import {', '.join(barred)})")
     return bad
 
@@ -160,8 +162,8 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
         "runner/r.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .s import S\ndef g():\n"
                        "    import queries.q\n",
         "runner/s.py": "from runner import r\n",
-        "runner/child/__init__.py": "", "runner/child/c.py": "from runner.pool import gate, sandbox\n",
-        "runner/pool/__init__.py": "", "runner/pool/gate.py": "", "runner/pool/sandbox.py": "",
+        "runner/child/__init__.py": "", "runner/child/c.py": "from runner.gpu import gate\nfrom runner.sandbox import run\n",
+        "runner/gpu/__init__.py": "", "runner/gpu/gate.py": "", "runner/sandbox/__init__.py": "", "runner/sandbox/run.py": "",
         "runner/rows.py": "from queries import q\n",
         "ui/__init__.py": "", "pages/__init__.py": "",
     }
@@ -174,8 +176,8 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
     assert violations(graph, tops) == [
         "common.a imports pyarrow (common: stdlib only)",
         "queries.q imports runner.r (queries never imports runner)",
-        "runner.child.c imports runner.pool.sandbox (runner.child may not import runner.pool, runner.service, "
-        "runner.bulk)",
+        "runner.child.c imports runner.sandbox.run (runner.child may not import runner.sandbox, runner.gpu, "
+        "runner.service, runner.bulk)",
         "runner.r imports queries.q (runner imports queries only in runner.rows)",
     ]
 

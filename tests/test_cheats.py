@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from runner.options import GIB, EvalOptions
-from runner.pool.sandbox import close_spares, evaluate_in_sandbox
+from runner.sandbox.run import close_spares, evaluate_in_sandbox
 from tests.programs import HERE, runner_program, whole_program
 
 CHEATS = HERE / "cheat_programs"

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from runner.options import EvalOptions, TimingOptions
-from runner.pool.sandbox import close_spares, evaluate_in_sandbox
+from runner.sandbox.run import close_spares, evaluate_in_sandbox
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 

@@ -1,4 +1,4 @@
-"""Each GPU's timing thread on a core of its own (runner.pool.cpu_plan, runner.child.pinning): the plan's rules,
+"""Each GPU's timing thread on a core of its own (runner.gpu.cpu_plan, runner.child.pinning): the plan's rules,
 and the affinity a real child process gets from it."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import sys
 import pytest
 
 from runner.child import pinning
+from runner.gpu import cpu_plan
+from runner.gpu.cpu_plan import CpuPlan, plan_for
 from runner.options import EvalOptions
-from runner.pool import cpu_plan, spares
-from runner.pool.cpu_plan import CpuPlan, plan_for
+from runner.sandbox import spares
 
 
 def test_the_last_cores_are_the_gpus_timing_cores_and_no_job_runs_there():

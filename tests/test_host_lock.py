@@ -1,4 +1,4 @@
-"""The GPU gate across processes (`runner.pool.host_lock`): two runner processes on one GPU never time at once,
+"""The GPU gate across processes (`runner.gpu.host_lock`): two runner processes on one GPU never time at once,
 a process's shared work waits while another's timing stage holds the GPU, and a waiting writer keeps new
 readers of another process out (the gate prefers writers across processes as within one)."""
 
@@ -11,16 +11,16 @@ import textwrap
 import time
 from pathlib import Path
 
-from runner.pool.gate import EXCLUSIVE, SHARED, GpuGate
-from runner.pool.host_lock import HostLock
+from runner.gpu.gate import EXCLUSIVE, SHARED, GpuGate
+from runner.gpu.host_lock import HostLock
 
 DEADLINE_S = 30.0
 
 HOLDER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from runner.pool.gate import GpuGate
-    from runner.pool.host_lock import HostLock
+    from runner.gpu.gate import GpuGate
+    from runner.gpu.host_lock import HostLock
     folder, mode, marks = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
     gate = GpuGate("0", HostLock(folder, "0", priority="priority" in sys.argv[4:]))
     between_steps = "between-steps" in sys.argv[4:]  # a job's claim: one step held and given back, the job goes on
@@ -246,7 +246,7 @@ def test_a_warming_child_holds_the_gpu_shared_behind_a_waiting_timing_stage(tmp_
     import threading
 
     from runner.child.warmup import gpu_held
-    from runner.pool.host_lock import child_descriptors
+    from runner.gpu.host_lock import child_descriptors
 
     monkeypatch.setenv("TLX_RUNNER_LOCK_DIR", str(tmp_path))
     timing = GpuGate("0", HostLock(tmp_path, "0"))

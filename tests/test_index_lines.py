@@ -75,7 +75,7 @@ def test_non_ascii_before_the_cut_starts_the_candidate_lines_at_the_line_holding
 def test_segments_merge_into_the_index_of_their_code_part(tmp_path):
     """A code part's rows come in segments, some of rows without candidate lines (a chunk without lines would
     be dropped from the merge's encoding); merged, each line's postings are the rows holding it, ascending."""
-    from queries.ingest import search_index
+    from queries.ingest import search_build as search_index
     from queries.ingest.index_segments import SEGMENT_DIR, segment_path, write_segments
     from queries.store import search_path
 

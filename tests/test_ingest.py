@@ -140,7 +140,7 @@ def test_corruption_mid_file_fails_late_and_keeps_the_store(tmp_path):
 
 
 def test_huge_row_group_and_parallel_parse(tmp_path, monkeypatch):
-    monkeypatch.setattr("queries.ingest.syntax_check.PARALLEL_MIN_ROWS", 100)  # syntax-check processes on a small file
+    monkeypatch.setattr("queries.ingest.program_checks.PARALLEL_MIN_ROWS", 100)  # syntax-check processes on a small file
     monkeypatch.setattr("queries.ingest.program_fields.PARALLEL_MIN_ROWS", 100)  # and program-field processes
     rows = 1200
     texts = [program(("relu", "matmul")[i % 2], block=64 + i) for i in range(rows)]

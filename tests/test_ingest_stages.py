@@ -17,15 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from common.program_hash import program_sha256 as runner_program_sha256
-from common.settings import REPO_ROOT
-from queries import api, db
-from queries.ingest import ingest, sample_files
-from queries.ingest.handover import Slots, read_slot
-from queries.ingest.syntax_check import SyntaxCheckError, check_syntax
-from queries.parse import parse_program
-from queries.store import Store
-from queries.text_rules import (
+from common.program.parse import parse_program
+from common.program.text_rules import (
     WHITESPACE,
     candidate_fingerprint,
     forward_arity,
@@ -33,6 +26,13 @@ from queries.text_rules import (
     model_new_forward,
     program_candidate_key,
 )
+from common.program_hash import program_sha256 as runner_program_sha256
+from common.settings import REPO_ROOT
+from queries import api, db
+from queries.ingest import ingest, sample_files
+from queries.ingest.handover import Slots, read_slot
+from queries.ingest.program_checks import SyntaxCheckError, check_syntax
+from queries.store import Store
 from tests.fixtures import REFERENCE, program
 
 RELU_REF = REFERENCE.format(doc="Simple model that performs a ReLU activation.", expr="torch.relu(x)", n=64)
@@ -307,7 +307,7 @@ def test_interrupted_or_failed_stage_two_leaves_a_usable_store(tmp_path, monkeyp
     def interrupted(*args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("queries.ingest.syntax_check.check_rows", interrupted)
+    monkeypatch.setattr("queries.ingest.program_checks.check_rows", interrupted)
     with pytest.raises(KeyboardInterrupt):
         build(tmp_path, texts)
     store = Store(tmp_path / "store")
@@ -318,7 +318,7 @@ def test_interrupted_or_failed_stage_two_leaves_a_usable_store(tmp_path, monkeyp
     def broken(*args):
         raise OSError("disk on fire")
 
-    monkeypatch.setattr("queries.ingest.syntax_check.check_rows", broken)
+    monkeypatch.setattr("queries.ingest.program_checks.check_rows", broken)
     before = (tmp_path / "store" / "index.parquet").read_bytes()
     with pytest.raises(SyntaxCheckError, match="disk on fire"):
         check_syntax(tmp_path / "store", progress=False)
@@ -327,7 +327,7 @@ def test_interrupted_or_failed_stage_two_leaves_a_usable_store(tmp_path, monkeyp
     monkeypatch.undo()
 
     meta = json.loads((tmp_path / "store" / "meta.json").read_text())
-    monkeypatch.setattr("queries.ingest.syntax_check.Store", lambda path: type("Old", (), {"meta": {**meta, "build_id": "x"}}))
+    monkeypatch.setattr("queries.ingest.program_checks.Store", lambda path: type("Old", (), {"meta": {**meta, "build_id": "x"}}))
     with pytest.raises(SyntaxCheckError, match="rebuilt during the syntax check"):
         check_syntax(tmp_path / "store", progress=False)
     assert (tmp_path / "store" / "index.parquet").read_bytes() == before

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from runner.options import GIB, EvalOptions
-from runner.pool import cgroup, isolation, jobdirs, scrub
-from runner.pool.sandbox import close_spares, evaluate_in_sandbox
-from runner.pool.spares import base_env
 from runner.result import ErrorType
+from runner.sandbox import cgroup, isolation, jobdirs, scrub
+from runner.sandbox.run import close_spares, evaluate_in_sandbox
+from runner.sandbox.spares import base_env
 from tests.programs import HERE, whole_program
 from tests.test_reliability_sandbox import Listener, job_processes
 
@@ -251,7 +251,7 @@ def test_the_memory_cgroup_kills_past_its_cap_and_says_so():
 KILLED_RUNNER = textwrap.dedent("""
     import sys
     from runner.options import EvalOptions
-    from runner.pool.sandbox import evaluate_in_sandbox
+    from runner.sandbox.run import evaluate_in_sandbox
     program = open(sys.argv[2]).read()
     evaluate_in_sandbox(program, EvalOptions(device="cpu", timeout_s=300, work_root=sys.argv[1]), result_id="x")
 """)

@@ -1,4 +1,4 @@
-"""The job's filesystem view (`runner.pool.isolation.plan`): the job's own folder is /tmp, and a runner folder
+"""The job's filesystem view (`runner.sandbox.isolation.plan`): the job's own folder is /tmp, and a runner folder
 stays hidden wherever it lies, whatever the host's TMPDIR (the repository cloned under /tmp once showed a job the
 runs folder inside it, and a TMPDIR outside /tmp once hid the repository from the job: exit 127)."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.pool import isolation
-from runner.pool.isolation import Mount, plan
+from runner.sandbox import isolation
+from runner.sandbox.isolation import Mount, plan
 
 
 def _depth_of(mounts: list[Mount], kind: str, dest: Path) -> int:

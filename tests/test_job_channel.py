@@ -1,4 +1,4 @@
-"""The parent's end of a job's result channel (`runner.pool.sandbox._Channel`): gate requests are answered once
+"""The parent's end of a job's result channel (`runner.sandbox.run._Channel`): gate requests are answered once
 held, and a job's claim on the GPU runs from its first request to its end, once, however the job ends."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import json
 import os
 import threading
 
-from runner.pool.gate import EXCLUSIVE, RELEASE, SHARED
-from runner.pool.sandbox import _Channel
+from runner.gpu.gate import EXCLUSIVE, RELEASE, SHARED
+from runner.sandbox.run import _Channel
 
 
 class RecordingGate:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from queries.parse import parse_program
+from common.program.parse import parse_program
 from tests.fixtures import program
 
 REF = '''import torch
@@ -188,7 +188,7 @@ def test_candidate_header_comments_stay_with_the_candidate():
 
 
 def test_known_kernelbench_problems_are_named_by_level_and_name(monkeypatch):
-    from queries import parse
+    from common.program import parse
 
     key = parse_program(program("relu")).problem_key
     monkeypatch.setattr(parse, "kernelbench_names", lambda: {key: "L1 19_ReLU"})
@@ -198,7 +198,7 @@ def test_known_kernelbench_problems_are_named_by_level_and_name(monkeypatch):
 
 
 def test_kernelbench_names_table_is_keyed_by_problem_key():
-    from queries.parse import kernelbench_names
+    from common.program.parse import kernelbench_names
 
     names = kernelbench_names()
     assert len(names) >= 200 and all(len(k) == 16 and int(k, 16) >= 0 for k in names)
@@ -209,7 +209,7 @@ def test_kernelbench_names_table_is_keyed_by_problem_key():
 def test_input_shapes_are_read_without_running_the_program():
     import ast
 
-    from queries.shapes import input_shapes
+    from common.program.shapes import input_shapes
 
     source = """
 batch_size = 16
@@ -238,8 +238,8 @@ def test_real_problems_get_researchers_names(monkeypatch):
 
     import pyarrow.parquet as pq
 
-    from queries import parse
-    from queries.text_rules import text_cut
+    from common.program import parse
+    from common.program.text_rules import text_cut
 
     origin = json.loads((REALWORLD / "origin.json").read_text())
     rows = [(x, path) for split in ("train", "test") for x, path in
@@ -267,7 +267,7 @@ def test_one_thread_at_a_time_builds_a_syntax_tree(monkeypatch):
     # sessions parsing at once raised SystemError on the Compare page under load
     import ast
 
-    from queries import parse
+    from common.program import parse
 
     held = []
     real_parse = ast.parse

@@ -1,9 +1,9 @@
 """Model's timing reused across a bulk run's jobs: keyed by the exact reference text, settings and GPU
-(`runner.pool.reference_timings`); the GPU half is in tests/test_runner_gpu.py."""
+(`runner.gpu.reference_timings`); the GPU half is in tests/test_runner_gpu.py."""
 
 from __future__ import annotations
 
-from runner.pool.reference_timings import REUSED_FLAG, ReferenceTimings, reference_key
+from runner.gpu.reference_timings import REUSED_FLAG, ReferenceTimings, reference_key
 from runner.result import RunResult, Timing
 from tests.programs import runner_program
 

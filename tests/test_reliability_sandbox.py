@@ -1,4 +1,4 @@
-"""Hostile programs through `runner.pool.sandbox.evaluate_in_sandbox` (CPU, Triton interpreter): each one is classified,
+"""Hostile programs through `runner.sandbox.run.evaluate_in_sandbox` (CPU, Triton interpreter): each one is classified,
 leaves nothing running and nothing written outside its folders, and the calling process survives it.
 
 Covered elsewhere (not repeated here): sleep-hang, segfault, memory bomb, stdout fake verdict, grandchild kill and
@@ -19,8 +19,8 @@ import pytest
 import torch
 
 from runner.options import GIB, EvalOptions
-from runner.pool.sandbox import close_spares, evaluate_in_sandbox
 from runner.result import ErrorType
+from runner.sandbox.run import close_spares, evaluate_in_sandbox
 from tests.programs import NAMES, hostile_program
 
 REPO = Path(__file__).resolve().parent.parent

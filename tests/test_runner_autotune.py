@@ -115,7 +115,7 @@ import contextlib, json, os, threading
 os.environ["TRITON_INTERPRET"] = "1"
 import torch, triton, triton.language as tl
 from runner.child import autotune
-from runner.pool import gate
+from runner.gpu import gate
 
 autotune.install(compile_threads=int(os.environ["THREADS"]))
 pauses = []

@@ -26,9 +26,9 @@ from runner.child.setup import apply_backend_flags
 from runner.child.steps import Steps
 from runner.child.timing import SOURCE_EVENTS, SOURCE_WALL, decide, launch_bound, rel_err_of_median, summarize
 from runner.options import GIB, EvalOptions
-from runner.pool.sandbox import close_spares, evaluate_in_sandbox
-from runner.pool.spares import POOL
 from runner.result import ErrorType, RunResult, Timing
+from runner.sandbox.run import close_spares, evaluate_in_sandbox
+from runner.sandbox.spares import POOL
 from tests.programs import runner_program
 
 REPO = Path(__file__).resolve().parent.parent
@@ -71,7 +71,7 @@ ORPHAN_PARENT = '''
 import os
 import sys
 from runner.options import EvalOptions
-from runner.pool.sandbox import evaluate_in_sandbox
+from runner.sandbox.run import evaluate_in_sandbox
 evaluate_in_sandbox(sys.argv[1], EvalOptions(device="cpu", timeout_s=120, work_root=sys.argv[2],
                                              write_roots=(os.path.dirname(sys.argv[2]),)), result_id="o")
 '''
@@ -671,7 +671,7 @@ def test_autotune_benchmarks_count_the_flush_as_do_bench_does(monkeypatch):
 
 def test_children_find_the_checkout_without_an_installed_package():
     """A GPU machine runs the checkout without `pip install -e .`: the children's PYTHONPATH must be the checkout."""
-    from runner.pool.spares import base_env
+    from runner.sandbox.spares import base_env
 
     root = Path(base_env(EvalOptions())["PYTHONPATH"])
     assert (root / "runner" / "child" / "main.py").is_file() and (root / "common" / "settings.py").is_file()
@@ -693,7 +693,7 @@ def test_an_unprivileged_candidate_can_reach_its_job_whatever_the_umask(tmp_path
     reachable by the candidate's unprivileged user (mkdir's mode is masked by the umask; the judge opens the
     program file for it)."""
     from runner.child.candidate_client import open_for
-    from runner.pool.jobdirs import make_job_dir
+    from runner.sandbox.jobdirs import make_job_dir
 
     old = os.umask(0o077)
     try:
@@ -718,7 +718,7 @@ def test_the_candidate_can_replace_files_in_its_seeded_triton_cache(tmp_path, re
     import tempfile
 
     from runner.child.candidate_client import open_for
-    from runner.pool import triton_cache
+    from runner.sandbox import triton_cache
 
     root = Path(tempfile.mkdtemp(prefix="tlx-seeded-"))  # pytest's tmp_path is root's alone: not for uid 65534
     os.chmod(root, 0o755)

@@ -1,4 +1,4 @@
-"""The GPU gate (`runner.pool.gate`): jobs share a GPU through their CPU-bound stages, timing stages never overlap.
+"""The GPU gate (`runner.gpu.gate`): jobs share a GPU through their CPU-bound stages, timing stages never overlap.
 
 On CPU: the gate itself under many threads; the real scheduler (LocalBackend lanes, sandbox children speaking the
 gate protocol) with an instrumented gate, checked from inside the children; and the evaluation holding the
@@ -19,11 +19,11 @@ from runner.bulk.backends import LocalBackend, Task
 from runner.child import timing
 from runner.child.evaluate import Judge
 from runner.child.steps import Stop, inputs_digest
+from runner.gpu.gate import EXCLUSIVE, NO_GATE, SHARED, GpuGate
+from runner.gpu.slots import Slot, make_slots
 from runner.options import GIB, EvalOptions
-from runner.pool.gate import EXCLUSIVE, NO_GATE, SHARED, GpuGate
-from runner.pool.sandbox import close_spares, evaluate_in_sandbox
-from runner.pool.slots import Slot, make_slots
 from runner.result import ErrorType, Timing
+from runner.sandbox.run import close_spares, evaluate_in_sandbox
 from runner.spec import RunSpec
 from tests.programs import runner_program
 
@@ -101,7 +101,7 @@ def test_lanes_share_a_gpu():
 
 TIMED_SECTION = '''
 import json, os, time
-from runner.pool.gate import current
+from runner.gpu.gate import current
 
 if __name__ == "tlx_reference":  # in the judge, which holds the job's gate (the candidate process has none)
     with current().shared():
@@ -372,7 +372,7 @@ def test_a_harness_failure_is_a_runtime_error_unless_out_of_memory():
 def test_gate_wait_does_not_count_against_the_timeout(tmp_path):
     """A job that waits for the gate (held elsewhere) longer than its whole timeout still gets its verdict."""
     gate = GpuGate()
-    program = "from runner.pool.gate import current\nwith current().exclusive():\n    pass\n" + runner_program("correct_add")
+    program = "from runner.gpu.gate import current\nwith current().exclusive():\n    pass\n" + runner_program("correct_add")
     opts = EvalOptions(device="cpu", timeout_s=60.0, trials=1, memory_limit_bytes=int(1.5 * GIB),
                        work_root=str(tmp_path), prewarm=False)
     try:
@@ -404,7 +404,7 @@ def test_compiling_gives_the_gate_back():
     import io
     import time
 
-    from runner.pool import gate as gate_module
+    from runner.gpu import gate as gate_module
 
     sent: list[str] = []
     child = gate_module.ChildGate(lambda event: sent.append(event["mode"]), io.BytesIO(b"go\n" * 20),
@@ -440,7 +440,7 @@ def test_triton_hooks_wrap_compile_and_autotuner():
     from triton.runtime.autotuner import Autotuner
 
     from runner.child import autotune
-    from runner.pool import gate as gate_module
+    from runner.gpu import gate as gate_module
 
     modules = [importlib.import_module(m) for m in ("triton.compiler", "triton.compiler.compiler", "triton.runtime.jit")]
     saved = [(m, m.__dict__.get("compile")) for m in modules], Autotuner._bench
@@ -476,7 +476,7 @@ def test_jobs_per_gpu_follow_the_cores_and_memory_per_gpu_unless_set():
 
 
 def test_a_stage_s_wait_for_the_gate_is_put_beside_it():
-    from runner.pool.sandbox import gate_waits_apart
+    from runner.sandbox.run import gate_waits_apart
 
     phases = {"load: importing the reference part": 5.0, "timing: waiting for the GPU": 2.0, "init: building": 0.5}
     waited = {"load: importing the reference part": 4.2, "timing: waiting for the GPU": 1.9, "init: building": 0.9}

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from runner.options import EvalOptions, TimingOptions
-from runner.pool.sandbox import evaluate_in_sandbox
 from runner.result import ErrorType
+from runner.sandbox.run import evaluate_in_sandbox
 from tests.programs import runner_program
 
 pytestmark = [
@@ -73,7 +73,7 @@ def test_correct_program_is_timed():
 
 
 def test_outputs_as_host_copies_when_cuda_ipc_is_off(monkeypatch):
-    from runner.pool.sandbox import close_spares
+    from runner.sandbox.run import close_spares
 
     close_spares()  # spares keep the environment they were made with
     monkeypatch.setenv("TLX_RUNNER_CUDA_IPC", "0")
@@ -192,9 +192,9 @@ def test_jobs_share_a_gpu_and_time_alone():
     one that autotunes compiles its configs in a pass of its own and tunes with the GPU alone (runner.child.autotune)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from runner.pool.gate import gate_for
-    from runner.pool.oom_rerun import evaluate_on_slot
-    from runner.pool.slots import make_slots
+    from runner.gpu.gate import gate_for
+    from runner.gpu.oom_rerun import evaluate_on_slot
+    from runner.gpu.slots import make_slots
     from runner.spec import RunSpec
 
     slots = make_slots("cuda", gpus=["gpu"], jobs_per_gpu=3)
@@ -250,9 +250,9 @@ def test_brief_autotune_benchmark_agrees_with_tritons():
 def test_a_bulk_run_times_model_once_per_reference():
     """Two rows with one reference text (their candidates differ): the second reuses the first's Model timing and
     says where it came from; without reuse (the service's way) Model is timed again."""
-    from runner.pool.oom_rerun import evaluate_on_slot
-    from runner.pool.reference_timings import REUSED_FLAG
-    from runner.pool.slots import make_slots
+    from runner.gpu.oom_rerun import evaluate_on_slot
+    from runner.gpu.reference_timings import REUSED_FLAG
+    from runner.gpu.slots import make_slots
     from runner.spec import RunSpec
 
     slot = make_slots("cuda", gpus=["gpu"], jobs_per_gpu=1)[0]

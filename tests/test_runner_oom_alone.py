@@ -1,13 +1,13 @@
-"""A job that runs out of GPU memory beside other jobs is run again with the GPU to itself (runner.pool.oom_rerun)."""
+"""A job that runs out of GPU memory beside other jobs is run again with the GPU to itself (runner.gpu.oom_rerun)."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-import runner.pool.sandbox
-from runner.pool.oom_rerun import RERUN_ALONE_FLAG, evaluate_on_slot
-from runner.pool.slots import make_slots
+import runner.sandbox.run
+from runner.gpu.oom_rerun import RERUN_ALONE_FLAG, evaluate_on_slot
+from runner.gpu.slots import make_slots
 from runner.result import ErrorType, RunResult
 from runner.spec import RunSpec
 
@@ -41,7 +41,7 @@ class FakeSandbox:
 
 def test_out_of_memory_beside_others_is_run_again_alone(monkeypatch):
     fake = FakeSandbox()
-    monkeypatch.setattr(runner.pool.sandbox, "evaluate_in_sandbox", fake)
+    monkeypatch.setattr(runner.sandbox.run, "evaluate_in_sandbox", fake)
     slots = make_slots("cuda", gpus=["H200"], jobs_per_gpu=3)
     spec = RunSpec.build("cuda", timeout_s=60)
     results: dict[str, RunResult] = {}
@@ -67,7 +67,7 @@ def test_out_of_memory_on_a_gpu_of_its_own_is_final(monkeypatch):
         calls.append(program)
         return RunResult.failed(ErrorType.OUT_OF_MEMORY, "CUDA out of memory")
 
-    monkeypatch.setattr(runner.pool.sandbox, "evaluate_in_sandbox", oom)
+    monkeypatch.setattr(runner.sandbox.run, "evaluate_in_sandbox", oom)
     slot = make_slots("cuda", gpus=["H200"], jobs_per_gpu=1)[0]
     result = evaluate_on_slot("big", RunSpec.build("cuda", timeout_s=60), slot, result_id="x", row_id=None)
     assert calls == ["big"] and result.error_type == ErrorType.OUT_OF_MEMORY and RERUN_ALONE_FLAG not in result.flags

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from common.results_log import flat_results, read_results
-from runner.pool.slots import Slot
+from runner.gpu.slots import Slot
 from runner.result import RunResult
 from runner.service.app import RunnerService
 from runner.service.client import PairJobsUnsupported, RunnerClient, RunnerError, runs_pair_jobs

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from common.results_log import read_results
-from runner.pool.slots import make_slots
+from runner.gpu.slots import make_slots
 from runner.result import RunResult
 from runner.service.client import RunnerClient, RunnerError, RunnerUnavailable
 from runner.service.jobs import JobStore

@@ -1,4 +1,4 @@
-"""The sandbox's host-memory watchdog (`runner.pool.sandbox._job_usage`) on real process trees: pages that forked
+"""The sandbox's host-memory watchdog (`runner.sandbox.run._job_usage`) on real process trees: pages that forked
 children share with their parent count once, pages each child writes count in each. CI's fork bomb was called
 out of memory (RSS summed over 40 forks of a torch process: 12 GB) before the process limit could stop it."""
 
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from runner.pool.sandbox import _job_usage
+from runner.sandbox.run import _job_usage
 
 MIB = 2**20
 BLOCK_MIB = 150

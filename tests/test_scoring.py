@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from queries import scoring
-from queries.predictions import PredictionsError, read_predictions
+from queries.scoring import metrics as scoring
+from queries.scoring.predictions import PredictionsError, read_predictions
 from tests.test_pages import env, no_exception, open_page, ui_store  # noqa: F401  (fixtures)
 
 REPO = Path(__file__).resolve().parent.parent

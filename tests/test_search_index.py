@@ -18,9 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from queries import api
-from queries.search import NO_INDEX_NOTE
-from queries.search_regex import LineRule, line_rule, required_literals
-from queries.search_rewrite import line_patterns
+from queries.search.engine import NO_INDEX_NOTE
+from queries.search.regex import LineRule, line_rule, required_literals
+from queries.search.rewrite import line_patterns
 from queries.store import SEARCH_DIR, SEARCH_INDEX_VERSION, Store
 
 REALWORLD = Path(__file__).resolve().parents[2] / "shared" / "data" / "realworld"
@@ -211,7 +211,7 @@ def test_sessions_searching_the_same_text_at_once_read_it_once(fixture_store, mo
     import threading
     import time
 
-    from queries import search
+    from queries.search import engine as search
 
     search.forget_searches()
     opened = []
@@ -259,7 +259,8 @@ def test_decompressed_lines_are_kept_within_the_budget_and_freed_with_their_inde
                                                                                     monkeypatch):
     import os
 
-    from queries import search, search_index
+    from queries.search import engine as search
+    from queries.search import index as search_index
 
     ids, texts, _ = _programs(realworld_store)
     copy = tmp_path / "copy"

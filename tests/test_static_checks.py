@@ -1,4 +1,4 @@
-"""Static hack checks (queries/static_checks.py, run by ingest's stage 2): one cheat program per pattern, each with
+"""Static hack checks (common/program/hack_checks.py, run by ingest's stage 2): one cheat program per pattern, each with
 an honest control that must stay unflagged. Programs start from tests/program_base.py (a Model adding two vectors,
 a correct Triton add `add_kernel` and its launcher `triton_add`)."""
 
@@ -9,10 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from common.checks import STATIC_FLAGS
+from common.program.text_rules import text_cut
 from queries.ingest import ingest
-from queries.ingest.syntax_check import check_program
+from queries.ingest.program_checks import check_program
 from queries.store import Store
-from queries.text_rules import text_cut
 from tests.programs import BASE
 
 HONEST = '''
@@ -337,7 +337,7 @@ def test_stage_one_alone_leaves_flags_not_checked(tmp_path):
 
 
 def test_check_syntax_adds_the_column_to_a_store_built_before_it(tmp_path):
-    from queries.ingest.syntax_check import check_syntax
+    from queries.ingest.program_checks import check_syntax
 
     pq.write_table(pa.table({"x": [BASE + CHEATS["cuda_stream"]], "y": pa.array([1.0])}), tmp_path / "train.parquet")
     store = tmp_path / "store"

@@ -38,8 +38,8 @@ def overview(info, f: Filters) -> api.Overview:
 
 @st.cache_data(show_spinner="Scoring the predictions…", max_entries=4, ttl=TTL_S)
 def _scored(store: str, built_at: str | None, data: bytes, name: str):
-    from queries.predictions import read_predictions
-    from queries.scoring import score_predictions
+    from queries.scoring.metrics import score_predictions
+    from queries.scoring.predictions import read_predictions
 
     return score_predictions(store, read_predictions(data, name))
 

@@ -1,6 +1,6 @@
 """Ingest, stage 1: read each source file once, write the code shards, then the index, into a build folder.
 
-DuckDB reads each file and computes every row's fields by text rules (`queries/ingest/scan.py`), in parallel and
+DuckDB reads each file and computes every row's fields by text rules (`queries/ingest/fields_scan.py`), in parallel and
 within a memory limit whatever the file's row groups; the code writer compresses on another thread meanwhile.
 When DuckDB cannot read a file cleanly (binary or invalid UTF-8 `x`, a corrupt page), what was written for that
 file is dropped (its code parts, and its index rows spilled to the build folder: `file_rows.py`) and the file is
@@ -25,13 +25,13 @@ import pyarrow.parquet as pq
 
 from common.errors import TlxError
 from queries.ingest.code_writer import CodeWriter
+from queries.ingest.fields_scan import connect, finish_batch, scan_decoded, scan_parquet
 from queries.ingest.file_rows import FileRows
 from queries.ingest.index_segments import SEGMENT_DIR, remove_segments, segment_path
 from queries.ingest.program_fields import FieldWorkers
 from queries.ingest.progress import Progress, say
 from queries.ingest.read import BadFile, read_batches, x_is_text
 from queries.ingest.refs import References
-from queries.ingest.scan import connect, finish_batch, scan_decoded, scan_parquet
 from queries.sql_files import sql_text
 from queries.store import INDEX_FILE, INDEX_SCHEMA, code_path
 

@@ -24,12 +24,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from queries.ingest.build import IngestError, Options, build
+from queries.ingest.program_checks import check_syntax
 from queries.ingest.progress import say
 from queries.ingest.read import BadFile, check_file
-from queries.ingest.search_index import build_search_index
+from queries.ingest.search_build import build_search_index
 from queries.ingest.signals import sigterm_interrupts
 from queries.ingest.sources import resolve_sources
-from queries.ingest.syntax_check import check_syntax
 from queries.store import META_FILE, SCHEMA_VERSION, write_meta
 
 __all__ = ["IngestError", "format_summary", "ingest"]

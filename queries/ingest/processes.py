@@ -24,8 +24,8 @@ from concurrent.futures import ProcessPoolExecutor
 from queries.ingest.malloc import keep_freed_memory
 
 # what the workers run; a forkserver already running (started earlier in this process) keeps what it has
-PRELOAD = ["queries.ingest.program_fields", "queries.ingest.refs", "queries.ingest.search_index",
-           "queries.ingest.syntax_check"]
+PRELOAD = ["queries.ingest.program_fields", "queries.ingest.refs", "queries.ingest.search_build",
+           "queries.ingest.program_checks"]
 _PR_SET_PDEATHSIG = 1
 
 

@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from common.program.text_rules import arity_range, candidate_bytes_key, model_new_forward
 from common.program_hash import program_sha256
 from queries.ingest.handover import Slots, read_slot
 from queries.ingest.index_segments import write_segments
 from queries.ingest.processes import process_pool
-from queries.text_rules import arity_range, candidate_bytes_key, model_new_forward
 
 PARALLEL_MIN_ROWS = 20_000  # below this, starting worker processes costs more than it saves
 

@@ -13,9 +13,9 @@ from concurrent.futures import Future, ProcessPoolExecutor
 
 import pyarrow as pa
 
+from common.program.parse import reference_fields
+from common.program.text_rules import arity_range, candidate_key, model_forward
 from queries.ingest.processes import process_pool
-from queries.parse import reference_fields
-from queries.text_rules import arity_range, candidate_key, model_forward
 
 CHUNK_TEXTS = 256  # texts per chunk handed over; the first full chunk starts the worker processes
 CHUNK_CHARS = 16 << 20  # or fewer texts, when they are long

@@ -1,6 +1,6 @@
 -- Ingest, stage 1: the index fields of every row of `src` (file_row, x, y, problem_id, holdout_group) by text
--- rules alone; the patterns are bound from queries/text_rules.py, which says what each one means. Rows whose x
--- is null or blank come out with `reject` set. Python finishes each row (queries/ingest/scan.py): the program's
+-- rules alone; the patterns are bound from common/program/text_rules.py, which says what each one means. Rows whose x
+-- is null or blank come out with `reject` set. Python finishes each row (queries/ingest/fields_scan.py): the program's
 -- sha256, the candidate key and `ModelNew.forward`'s signature from the text past `cut_bytes`, `unavailable_import`
 -- from the top-level packages `imported`; and the problem key, title and `Model.forward`'s signature once per
 -- distinct text before the cut (`ref_hash`, `cut_chars`).

@@ -4,7 +4,7 @@ as a single re-run and hand each result to the driver's `on_result` callback.
 
 A task whose evaluation raises, or whose Ray worker dies, is reported as a `crashed` result and the run goes on.
 Ctrl-C (KeyboardInterrupt in the driver) kills the sandboxes in flight; their results are lost, nothing else is.
-Locally the slots of one GPU (`--jobs-per-gpu`) share it through its gate (`runner.pool.gate`); a Ray task has its
+Locally the slots of one GPU (`--jobs-per-gpu`) share it through its gate (`runner.gpu.gate`); a Ray task has its
 GPU to itself.
 """
 
@@ -20,8 +20,8 @@ from typing import Any
 
 from common.hardware import CPU_LABEL
 from common.settings import RunnerConfig
-from runner.pool.oom_rerun import evaluate_on_slot
-from runner.pool.slots import Slot, detect_gpus
+from runner.gpu.oom_rerun import evaluate_on_slot
+from runner.gpu.slots import Slot, detect_gpus
 from runner.result import RunResult
 from runner.spec import RunSpec
 
@@ -30,7 +30,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]  # runner/bulk/backends.py
 
 def bulk_evaluate(program: str, spec: RunSpec, slot: Slot, **kw: Any) -> RunResult:
     """`evaluate_on_slot` as a bulk run uses it: Model timed once per reference text and GPU unless
-    `TLX_RUNNER_REUSE_REFERENCE_TIMING=0` (`runner.pool.reference_timings`)."""
+    `TLX_RUNNER_REUSE_REFERENCE_TIMING=0` (`runner.gpu.reference_timings`)."""
     return evaluate_on_slot(program, spec, slot, reuse_reference_timing=RunnerConfig.from_env().reuse_reference_timing,
                             **kw)
 

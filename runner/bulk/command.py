@@ -5,7 +5,7 @@ Rows are chosen from the store's `index.parquet` (`--problem`, `--split`, `--sta
 appended to the same results log (`RUNS_DIR/results/bulk-<host>-<pid>.jsonl`) that the explorer reads.
 
 Locally, `--jobs-per-gpu` jobs share each GPU through their CPU-bound stages and are timed one at a time
-(`runner.pool.gate`).
+(`runner.gpu.gate`).
 
 Resumable: a row is skipped when the log already holds `--repeats` results for the same row id, program hash,
 run settings (`runner.spec.RunSpec.key`, profile included) and hardware (GPU name, or `cpu-interpreter`), unless `--force`;
@@ -28,7 +28,7 @@ from common.program_hash import program_sha256
 from common.results_log import ResultsLog, default_writer, read_results
 from common.settings import RunnerConfig, load_settings
 from runner.bulk.backends import LocalBackend, RayBackend, Task
-from runner.pool.slots import detect_gpus, make_slots
+from runner.gpu.slots import detect_gpus, make_slots
 from runner.result import RunResult
 from runner.rows import StoreUnavailable, filtered_rows, iter_programs, resolve_store
 from runner.spec import result_key

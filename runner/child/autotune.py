@@ -128,7 +128,7 @@ def precompile(tuner: Any, configs: list[Any], meta: dict[str, Any]) -> None:
     """Compile `tuner`'s `configs` for the call in hand (its arguments in `tuner.nargs`, the launch's keywords
     in `meta`), `_compile_threads` at a time, launching nothing, with the job's GPU gate given back meanwhile.
     Errors are left for the benchmark, which compiles a failed config again."""
-    from runner.pool.gate import current
+    from runner.gpu.gate import current
 
     call = {**(getattr(tuner, "nargs", None) or {}), **{k: v for k, v in meta.items() if k != "warmup"}}
     device = _current_cuda_device()

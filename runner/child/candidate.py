@@ -223,7 +223,7 @@ class Candidate:
 
 
 def serve(stream_in: Any, stream_out: Any) -> None:
-    from runner.pool.gate import ChildGate, install
+    from runner.gpu.gate import ChildGate, install
 
     gate = ChildGate(lambda obj: send(stream_out, obj), stream_in, drain=process.synchronize)
     install(gate)  # Triton's compiles give the judge's gate back through the judge (`CandidateProcess.answer`)

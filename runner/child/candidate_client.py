@@ -154,7 +154,7 @@ class CandidateProcess:
 
     def ask(self, cmd: str, **fields: Any) -> None:
         """Send a command, with the gate mode the judge holds for it (the candidate may give it back)."""
-        from runner.pool.gate import current
+        from runner.gpu.gate import current
 
         self.given_back = None
         try:
@@ -179,7 +179,7 @@ class CandidateProcess:
         return header
 
     def _relay(self, mode: Any) -> None:
-        from runner.pool.gate import EXCLUSIVE, RELEASE, SHARED, current
+        from runner.gpu.gate import EXCLUSIVE, RELEASE, SHARED, current
 
         if mode == RELEASE:
             self.given_back = current().give_back() or self.given_back

@@ -15,7 +15,7 @@ that memory the reference freed cannot hold its answer; the others reference fir
 with its kernel launches recorded (`runner.child.launches`: `no_triton_launch`, `launches`); on CUDA, ModelNew
 timed in its process, then Model in the judge's, holding the GPU's exclusive gate; then the recheck: fresh
 values written into the same input tensors ModelNew was timed on, one call, compared with Model on those values
-(a mismatch fails the run with `output_reused`). On a GPU shared by several jobs (`runner.pool.gate`), the judge
+(a mismatch fails the run with `output_reused`). On a GPU shared by several jobs (`runner.gpu.gate`), the judge
 holds the shared gate around each step either process takes on the GPU and the exclusive gate for timing; a
 program that autotunes makes its first ModelNew call twice there (configs compiled under the shared gate, then
 benchmarked with the GPU alone: `runner.child.autotune`)."""
@@ -33,8 +33,8 @@ from runner.child.candidate_client import CandidateProcess, open_for
 from runner.child.compare import compare_outputs, flatten
 from runner.child.reference import NoReference, reference_source
 from runner.child.steps import Steps, Stop, fail, import_file, inputs_digest
+from runner.gpu.gate import EXCLUSIVE, NO_GATE, SHARED, WAITING_FOR_GPU, ChildGate
 from runner.options import EvalOptions
-from runner.pool.gate import EXCLUSIVE, NO_GATE, SHARED, WAITING_FOR_GPU, ChildGate
 from runner.profiles import LADDER
 from runner.result import REF_TIMING_REUSED as REUSED_FLAG
 from runner.result import ErrorType, OutputDiff, RunResult
@@ -56,7 +56,7 @@ class Judge:
     def __init__(self, path: str, options: EvalOptions, device: str, emit: Callable[[str], None],
                  gate: ChildGate, candidate: CandidateProcess, reference_timing: dict[str, Any] | None = None) -> None:
         self.path, self.options, self.device = path, options, device
-        self.reference_timing = reference_timing  # Model's timing measured by an earlier job (`runner.pool.reference_timings`)
+        self.reference_timing = reference_timing  # Model's timing measured by an earlier job (`runner.gpu.reference_timings`)
         self.candidate = candidate
 
         def emit(text: str, _emit: Callable[[str], None] = emit) -> None:
@@ -72,7 +72,7 @@ class Judge:
         self.outputs_complete = True  # every trial run compared every output
         self.autotunes = False
         self.launches: dict[str, Any] = launches.not_checked("the run stopped before the launch check")
-        self.timing_cpu: dict[str, Any] | None = None  # the core the timing threads ran on (runner.pool.cpu_plan)
+        self.timing_cpu: dict[str, Any] | None = None  # the core the timing threads ran on (runner.gpu.cpu_plan)
         self.ipc_wanted = device == "cuda" and cuda_ipc_wanted()
         self.ipc, self.handover = False, "host copies: " + ("not a CUDA job" if device != "cuda" else "not probed")
 
@@ -244,7 +244,7 @@ class Judge:
 
     def time_reference(self, model: Any, inputs: Any, opts: Any) -> tuple[Any, list[str]]:
         """Model's timing and flags: measured here (the GPU held alone), or the one an earlier job of a bulk run
-        measured for the same reference text, settings and GPU (`runner.pool.reference_timings`)."""
+        measured for the same reference text, settings and GPU (`runner.gpu.reference_timings`)."""
         import torch
 
         from runner.result import Timing

@@ -3,9 +3,9 @@
 
 First asks the kernel to SIGKILL it when its parent dies (and exits if the parent is already gone), starts its
 candidate process (`runner.child.candidate_client`: it warms up beside the judge), then imports torch
-and warms the CUDA stack (`runner.child.warmup`), so that a pre-warmed spare (`runner.pool.spares`) is ready for
+and warms the CUDA stack (`runner.child.warmup`), so that a pre-warmed spare (`runner.sandbox.spares`) is ready for
 work; then reads its one job spec (`{"program", "options", "triton_cache_dir", "channel_key", "gate"}`, and
-`"reference_timing"` when a bulk run reuses Model's timing: `runner.pool.reference_timings`; one JSON line) from the spec pipe, which stays open for the GPU gate's answers (`runner.pool.gate`). It sets its resource
+`"reference_timing"` when a bulk run reuses Model's timing: `runner.gpu.reference_timings`; one JSON line) from the spec pipe, which stays open for the GPU gate's answers (`runner.gpu.gate`). It sets its resource
 limits, moves the result channel (an inherited pipe) to a private descriptor the candidate does not inherit, picks
 the device (CPU → TRITON_INTERPRET=1 and hard-coded "cuda" sent to the CPU), evaluates (`runner.child.evaluate`:
 the reference here, ModelNew in the candidate), and writes JSON lines to the channel: {"event": "stage", ...}
@@ -31,8 +31,8 @@ from runner.child import pinning, process, warmup
 from runner.child.candidate_client import CandidateProcess, open_for
 from runner.child.classify import error_type_of
 from runner.child.process import die_with_parent, prewarm, resolve_device, set_limits, synchronize
+from runner.gpu.gate import NO_GATE, ChildGate, install
 from runner.options import EvalOptions
-from runner.pool.gate import NO_GATE, ChildGate, install
 from runner.result import ErrorType, ExitCode, RunResult, phase_name
 
 STACKS_SIGNAL = signal.SIGUSR1
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spec-fd", type=int, required=True, help="pipe carrying the job spec (one JSON line)")
     parser.add_argument("--result-fd", type=int, required=True)
     parser.add_argument("--parent-pid", type=int, required=True)
-    parser.add_argument("--cpus", type=pinning.parse_cpus, help="the job's cores (runner.pool.cpu_plan)")
+    parser.add_argument("--cpus", type=pinning.parse_cpus, help="the job's cores (runner.gpu.cpu_plan)")
     parser.add_argument("--timing-cpu", type=int, help="the core the timing thread moves to")
     parser.add_argument("--gpu-lock-fds", type=process.parse_fds, default=[],
                         help="two (main, intent) pairs of the GPU's host lock: this process's, the candidate's")
@@ -147,7 +147,7 @@ def _dict_or_none(value: Any) -> dict[str, Any] | None:
 
 def harness_failure(exc: Exception) -> RunResult:
     """The verdict when the harness itself fails: a runtime error flagged `harness_error`, but out of memory is
-    `out_of_memory` (beside other jobs, the job is then run again alone: `runner.pool.oom_rerun`)."""
+    `out_of_memory` (beside other jobs, the job is then run again alone: `runner.gpu.oom_rerun`)."""
     oom = error_type_of(exc, "harness") is ErrorType.OUT_OF_MEMORY
     return RunResult.failed(ErrorType.OUT_OF_MEMORY if oom else ErrorType.RUNTIME_ERROR,
                             f"harness error: {type(exc).__name__}: {exc}", flags=["harness_error"],
@@ -185,7 +185,7 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phas
     tf32 = setup.device_runtime(options, device, gate_hooks=False)  # the judge compiles no Triton kernel
     cache_dir = os.environ.get("TRITON_CACHE_DIR", "")
     if cache_dir:
-        open_for(Path(cache_dir), candidate.identity, replace=True)  # the job's own copy (runner.pool.triton_cache)
+        open_for(Path(cache_dir), candidate.identity, replace=True)  # the job's own copy (runner.sandbox.triton_cache)
     guard.install([os.getcwd(), os.path.dirname(os.getcwd()), cache_dir, *options.write_roots])
     verdict = evaluate_program(program, options, device, stage, gate, candidate, cache_dir, tf32, reference_timing)
     flags = setup.runtime_flags(device) + [f"refused: {what}" for what in dict.fromkeys(guard.refused())]

@@ -1,4 +1,4 @@
-"""The child's side of `runner.pool.cpu_plan`: keep the job's processes off the timing cores, and move the thread
+"""The child's side of `runner.gpu.cpu_plan`: keep the job's processes off the timing cores, and move the thread
 that times onto its GPU's core while it times. Standard library only; a core the host refuses is skipped
 (nothing pinned), never an error: pinning steadies the timing, it decides nothing."""
 

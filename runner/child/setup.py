@@ -13,7 +13,7 @@ from runner.options import EvalOptions
 
 def device_runtime(options: EvalOptions, device: str, gate_hooks: bool) -> bool:
     """Set up `device`'s runtime for `options`; returns whether TF32 is allowed. `gate_hooks`: Triton's
-    compiles give the GPU gate back while they run (`runner.pool.gate.install_triton_hooks`)."""
+    compiles give the GPU gate back while they run (`runner.gpu.gate.install_triton_hooks`)."""
     if device == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
         from runner.child import cuda_remap
@@ -31,7 +31,7 @@ def device_runtime(options: EvalOptions, device: str, gate_hooks: bool) -> bool:
         autotune.install(options.timing.autotune_warmup_ms, options.timing.autotune_rep_ms,
                          compile_threads=process.cuda_cpu_threads())
         if gate_hooks:
-            from runner.pool.gate import install_triton_hooks
+            from runner.gpu.gate import install_triton_hooks
 
             install_triton_hooks()
     if device == "cpu":

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from runner.child.classify import classify
+from runner.gpu.gate import NO_GATE, SHARED, ChildGate
 from runner.options import EvalOptions
-from runner.pool.gate import NO_GATE, SHARED, ChildGate
 from runner.result import ErrorType, RunResult
 
 

@@ -71,7 +71,7 @@ def _add_one() -> Any:
 
 @contextlib.contextmanager
 def gpu_held(fds: Sequence[int]) -> Iterator[None]:
-    """Inside, hold the GPU's host lock (`runner.pool.host_lock`) shared through `fds` = (main, intent), as its
+    """Inside, hold the GPU's host lock (`runner.gpu.host_lock`) shared through `fds` = (main, intent), as its
     readers do: through `intent`, so that a timing stage already waiting goes first, and none starts while it is
     held. Empty `fds`: nothing is held."""
     if not fds:

@@ -43,12 +43,12 @@ from common.program_hash import is_utf8
 from common.results_log import ResultsLog, default_writer
 from common.row_id import BadRowId, check_row_id
 from common.settings import DEFAULT_PORT, RunnerConfig, load_settings
-from runner.pool import isolation, scrub
-from runner.pool.gate import gates_report
-from runner.pool.host_lock import prefer_this_process
-from runner.pool.slots import Slot, make_slots
+from runner.gpu.gate import gates_report
+from runner.gpu.host_lock import prefer_this_process
+from runner.gpu.slots import Slot, make_slots
 from runner.result import RunResult
 from runner.rows import RowNotFound, StoreUnavailable, load_program, store_identity
+from runner.sandbox import isolation, scrub
 from runner.service.http import BadRequest, Limits, make_server
 from runner.service.jobs import STATES, Job, JobStore
 from runner.service.pairs import MEMBERS, PAIR_FIELD, member_link, pair_result, run_records

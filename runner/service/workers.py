@@ -1,7 +1,7 @@
-"""Worker threads of the runner service, one per slot (`runner.pool.slots`: `jobs_per_gpu` per visible GPU, sharing
-it through `runner.pool.gate`, or CPU (Triton interpreter) workers).
+"""Worker threads of the runner service, one per slot (`runner.gpu.slots`: `jobs_per_gpu` per visible GPU, sharing
+it through `runner.gpu.gate`, or CPU (Triton interpreter) workers).
 
-A worker claims a job from the `JobStore`, runs the evaluator (by default `runner.pool.oom_rerun.evaluate_on_slot`),
+A worker claims a job from the `JobStore`, runs the evaluator (by default `runner.gpu.oom_rerun.evaluate_on_slot`),
 stores the result and appends it to the results log. A pair job's two members (`runner.service.pairs`) run on the
 claiming worker's slot one after the other, each through the evaluator (its own sandbox), under the job's one
 `RunSpec`; the first member's result is stored as the job's progress, and both are logged (each a normal run
@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 from common.results_log import ResultsLog
-from runner.pool.oom_rerun import evaluate_on_slot
-from runner.pool.slots import Slot
+from runner.gpu.oom_rerun import evaluate_on_slot
+from runner.gpu.slots import Slot
 from runner.result import RunResult
 from runner.service.jobs import Job, JobStore
 from runner.service.pairs import member_link, pair_result, run_records

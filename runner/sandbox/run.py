@@ -1,15 +1,15 @@
 """`evaluate_in_sandbox`: the only way the project runs dataset code (design §4, "Isolation").
 
-One fresh subprocess per call (`runner.pool.spares`: usually a pre-warmed spare that has imported torch and triton and
-warmed CUDA), inside the host's operating-system isolation (`runner.pool.isolation`; where there is none, every
+One fresh subprocess per call (`runner.sandbox.spares`: usually a pre-warmed spare that has imported torch and triton and
+warmed CUDA), inside the host's operating-system isolation (`runner.sandbox.isolation`; where there is none, every
 result carries the flag `not_isolated`), in its own session (killed as a group; isolated, every process of its
 PID namespace dies with it), in a fresh job folder that is its HOME, cwd and TMPDIR, with an allow-listed
 environment, resource limits (set by the child itself), a memory cap (its cgroup's where there is one, and an RSS
-watchdog over all its processes: `runner.pool.cgroup.job_memory_cap`), capped stdout/stderr, a wall-clock
+watchdog over all its processes: `runner.sandbox.cgroup.job_memory_cap`), capped stdout/stderr, a wall-clock
 timeout and an optional `cancel` event. Secret values of the runner's environment are redacted from the result
-(`runner.pool.scrub`). The child dies with the process that started it. The verdict comes back
+(`runner.sandbox.scrub`). The child dies with the process that started it. The verdict comes back
 over a private pipe, never from stdout. Timeouts, crashes, memory kills and cancels are results; this function
-does not raise for a verdict. With a `gate` (`runner.pool.gate.GpuGate`), the job's GPU steps wait for the GPU's gate
+does not raise for a verdict. With a `gate` (`runner.gpu.gate.GpuGate`), the job's GPU steps wait for the GPU's gate
 (the time waited does not count against its timeout) and its timing stage has the GPU alone."""
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ from typing import Any
 from common.hardware import CPU_LABEL
 from common.program_hash import program_sha256
 from runner.child.system import collect_system
+from runner.gpu.gate import EXCLUSIVE, RELEASE, SHARED, WAITING_FOR_GPU, GpuGate
 from runner.options import EvalOptions
-from runner.pool import isolation, scrub, triton_cache
-from runner.pool.cgroup import job_memory_cap
-from runner.pool.gate import EXCLUSIVE, RELEASE, SHARED, WAITING_FOR_GPU, GpuGate
-from runner.pool.isolation import NOT_ISOLATED
-from runner.pool.spares import POOL, Child, close_spares, kill_group
 from runner.result import ErrorType, RunResult, phase_name
+from runner.sandbox import isolation, scrub, triton_cache
+from runner.sandbox.cgroup import job_memory_cap
+from runner.sandbox.isolation import NOT_ISOLATED
+from runner.sandbox.spares import POOL, Child, close_spares, kill_group
 
 __all__ = ["close_spares", "evaluate_in_sandbox"]
 POLL_S = 0.1
@@ -259,7 +259,7 @@ def evaluate_in_sandbox(program: str, options: EvalOptions, *, result_id: str, r
                         reference_timing: dict[str, Any] | None = None) -> RunResult:
     """Evaluate `program` (the text of one dataset row) in a fresh sandboxed subprocess. Setting `cancel` kills
     the job's process group; the result is then `crashed` with the flag `cancelled`. `reference_timing`: Model's
-    timing to use instead of timing it (`runner.pool.reference_timings`)."""
+    timing to use instead of timing it (`runner.gpu.reference_timings`)."""
     started = time.monotonic()
     sha = program_sha256(program)
     child: Child | None = None

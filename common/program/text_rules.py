@@ -1,7 +1,7 @@
 """The text rules of ingest's first stage, written once for both engines: DuckDB (RE2) and Python (`re`).
 
 Every pattern is valid RE2 and, compiled by `python_regex` (ASCII classes, `\\z` spelled `\\Z`), means the same to
-Python's `re`. `queries/sql/ingest_fields.sql` binds them by name; `queries/parse.py` uses them for its text
+Python's `re`. `queries/sql/ingest_fields.sql` binds them by name; `common/program/parse.py` uses them for its text
 fallback and its candidate key, so a row's index fields and its detail page agree.
 
 - **Where the candidate starts** (`text_cut`): at the first line, after the first top-level `class Model` line,

@@ -1,6 +1,6 @@
 """Static hack checks on one program's syntax tree, nothing run: the `static_flag` entries of `common/checks.py`.
 
-Ingest's second stage (`queries/ingest/syntax_check.py`) compiles every program already; it hands the candidate
+Ingest's second stage (`queries/ingest/program_checks.py`) compiles every program already; it hands the candidate
 part's statements (the text past the cut, `ref_chars`) and the reference's `ReferenceInfo` (memoized per distinct
 reference) to `static_flags`. Everything is read from the candidate part alone, so the reference's own torch ops
 never count. What each flag means is in common/checks.py; how each is found:
@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from common.checks import STATIC_FLAGS
-from queries import static_names as vocab
+from common.program import hack_names as vocab
 
 _LOW_PRECISION_TEXT = re.compile(r"float16|bfloat16|\.half\(|torch\.half\b")
 

@@ -1,6 +1,6 @@
 """Child processes that run SQL-console statements with a time and a memory limit enforced from outside.
 
-Each worker is `python -m queries.console_child` (see there for the protocol), started for one (store, runs dir,
+Each worker is `python -m queries.console.child` (see there for the protocol), started for one (store, runs dir,
 store build): it loads the store, caps its own address space (`RLIMIT_AS`) at what that took plus
 `MEMORY_HEADROOM_BYTES`, and answers one statement at a time. The parent (`run`) sends a statement and waits at
 most its time limit plus `KILL_GRACE_S`; past that the worker is SIGKILLed, since DuckDB does not check for
@@ -66,7 +66,7 @@ def _read_until(fd: int, buffer: bytearray, done, deadline: float) -> None:
 
 
 class Worker:
-    """One `queries.console_child` process and its pipes."""
+    """One `queries.console.child` process and its pipes."""
 
     def __init__(self, key: Key):
         self.key = key
@@ -74,7 +74,7 @@ class Worker:
         env = dict(os.environ, MALLOC_ARENA_MAX="2", TLX_DUCKDB_MEMORY=DUCKDB_MEMORY,
                    PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "queries.console_child", key[0], key[1], str(MEMORY_HEADROOM_BYTES),
+            [sys.executable, "-m", "queries.console.child", key[0], key[1], str(MEMORY_HEADROOM_BYTES),
              str(SCRATCH_FILE_BYTES)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=self.scratch, env=env)  # stderr: the explorer's log
         self._pending = bytearray()

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.pool.jobdirs import start_time
+from runner.sandbox.jobdirs import start_time
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 HOST_MEMORY_SHARE = 0.5  # of the host's RAM, at most, per job (a job at the cap must leave the host usable)

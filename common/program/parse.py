@@ -4,7 +4,7 @@
 the first statement that belongs to it (an `import triton`/`from triton ...` after the reference `Model`, a
 Triton-decorated def, `class ModelNew`, or helpers, constants and imports just above those that only the
 candidate uses); the reference is everything before. Programs that do not parse fall back to the text rules
-ingest uses for every row (`queries/text_rules.py`: the line where the candidate starts, plus the import lines
+ingest uses for every row (`common/program/text_rules.py`: the line where the candidate starts, plus the import lines
 just above it; kernels by their decorators).
 
 `problem_key` (16 hex of sha256) hashes the AST dump of the reference without imports and docstrings (memoized
@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from common.checks import STATIC_ERRORS as CHECK_STATIC_ERRORS
-from queries.shapes import input_shapes
-from queries.text_rules import candidate_key, program_candidate_key, python_regex, text_cut
+from common.program.shapes import input_shapes
+from common.program.text_rules import candidate_key, program_candidate_key, python_regex, text_cut
 
 # every static finding, in ingest's order of precedence (declared in common/checks.py); `unavailable_import` and
-# `forward_arity_mismatch` come from ingest's text rules alone (queries/text_rules.py), the others from this module too
+# `forward_arity_mismatch` come from ingest's text rules alone (common/program/text_rules.py), the others from this module too
 STATIC_ERRORS = CHECK_STATIC_ERRORS
 _KERNEL_DECORATORS = {"jit", "autotune", "heuristics"}
 _TITLE_MAX = 100

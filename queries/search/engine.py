@@ -1,14 +1,14 @@
 """Code search: substring or RE2 regex over program text, complete, with the exact number of matching rows.
 
-With the store's search index (`queries/search_index.py`, an index of each code shard's distinct lines), a literal
+With the store's search index (`queries/search/index.py`, an index of each code shard's distinct lines), a literal
 without a newline is answered from it alone: the rows holding a line that contains it are the hits, no program is
-read. So is a regex whose matches cannot span lines (`queries/search_regex.py`: `line_rule`). A regex that can
+read. So is a regex whose matches cannot span lines (`queries/search/regex.py`: `line_rule`). A regex that can
 match a newline (`\\s`, `[^…]`) but has no anchor keeps the hits its lines show (matched without newlines,
-`queries/search_rewrite.py`) and reads only the rows with a line that a match across lines could start in; any
+`queries/search/rewrite.py`) and reads only the rows with a line that a match across lines could start in; any
 other pattern (an anchored regex, a literal with a newline) reads only the rows that hold every text it requires
 (its longest `NARROWING_PIECES` literals, split at newlines). All of a search's questions to the index are one
 pass over its lines. A regex that requires none, and a store built before the index (or by another version of
-it), are searched by a full scan (`queries/search_scan.py`, with progress), and the result says so. Matching is
+it), are searched by a full scan (`queries/search/scan.py`, with progress), and the result says so. Matching is
 always RE2's (`pyarrow.compute`: linear-time, no catastrophic backtracking), on lines as on whole texts, so the
 index changes how many texts are read, never what is found. Returns the first `limit` matching rows in id order
 with a one-line snippet (plain, and HTML-escaped with the match marked), and the total. Program text is not
@@ -32,11 +32,11 @@ from common.errors import TlxError
 from queries.db import connect
 from queries.filters import NO_FILTERS, Filters
 from queries.memo import Memo
-from queries.search_index import SearchIndex, open_index
-from queries.search_lines import LineQuery, literal_query, literal_regex
-from queries.search_regex import line_rule, required_literals
-from queries.search_rewrite import line_patterns
-from queries.search_scan import Group, Scanned, Scanner
+from queries.search.index import SearchIndex, open_index
+from queries.search.lines import LineQuery, literal_query, literal_regex
+from queries.search.regex import line_rule, required_literals
+from queries.search.rewrite import line_patterns
+from queries.search.scan import Group, Scanned, Scanner
 
 MAX_LIMIT = 1000
 MEMO_BYTES = 64 << 20  # matching rows (ids and locations) of recent complete searches, per process

@@ -1,9 +1,9 @@
 """The code search index of a store, read memory-mapped: which rows hold a line that a `LineQuery` matches.
 
-Layout and how it is built: `queries/ingest/search_index.py`. `SearchIndex.rows_with_lines(queries)` matches
+Layout and how it is built: `queries/ingest/search_build.py`. `SearchIndex.rows_with_lines(queries)` matches
 every distinct reference's whole lines and every code shard's distinct candidate lines (two threads: Arrow
 releases the GIL while it decompresses and matches; each compressed batch is decompressed once for all the
-queries; `queries/search_lines.py` finds the lines in it) and marks, per query, the rows that hold a line it
+queries; `queries/search/lines.py` finds the lines in it) and marks, per query, the rows that hold a line it
 matches. A program's text is its reference's whole lines and its candidate lines (the candidate part starts
 with the line that holds the cut), so for a query that cannot match a newline the rows marked are exactly those
 whose text holds a match within one line. Matching is RE2's, as in a full scan, so the index changes how many
@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from common.settings import load_settings
-from queries.search_lines import DENSE_SHARE, LineQuery, matching_lines, matching_texts
+from queries.search.lines import DENSE_SHARE, LineQuery, matching_lines, matching_texts
 from queries.store import (
     LINES_FILE,
     OFFSETS_FILE,

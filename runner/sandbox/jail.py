@@ -1,5 +1,5 @@
-"""The init of a job's namespaces in isolation mode `unshare` (`runner.pool.isolation`):
-`unshare --net --pid --ipc --mount --fork --kill-child --mount-proc -- python -I -S .../runner/pool/jail.py MOUNTS
+"""The init of a job's namespaces in isolation mode `unshare` (`runner.sandbox.isolation`):
+`unshare --net --pid --ipc --mount --fork --kill-child --mount-proc -- python -I -S .../runner/sandbox/jail.py MOUNTS
 CAPS -- CMD...`, running as pid 1 of the new PID namespace, as root with every capability.
 
 It builds the job's filesystem view as bubblewrap would: every mount read-only (and /proc's kernel knobs:
@@ -126,14 +126,14 @@ def drop_privileges(keep: list[str]) -> None:
 def main(argv: list[str]) -> int:
     mounts_json, caps, sep, *cmd = argv
     if sep != "--" or not cmd:
-        print("runner.pool.jail: usage: MOUNTS CAPS -- CMD...", file=sys.stderr)
+        print("runner.sandbox.jail: usage: MOUNTS CAPS -- CMD...", file=sys.stderr)
         return SETUP_FAILED
     try:
         build_view(json.loads(mounts_json))
         drop_privileges([c for c in caps.split(",") if c])
         _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)  # its /proc entries stay root's: nothing there for the job
     except (OSError, ValueError, KeyError) as exc:
-        print(f"runner.pool.jail: could not build the job's isolation: {exc}", file=sys.stderr)
+        print(f"runner.sandbox.jail: could not build the job's isolation: {exc}", file=sys.stderr)
         return SETUP_FAILED
     pid = os.fork()
     if pid == 0:

@@ -28,10 +28,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from common.errors import TlxError
+from common.program.hack_checks import ReferenceInfo, reference_info, static_flags
 from queries.ingest.processes import process_pool, stop_pool
 from queries.ingest.progress import Progress, say
 from queries.ingest.signals import sigterm_interrupts
-from queries.static_checks import ReferenceInfo, reference_info, static_flags
 from queries.store import INDEX_FILE, META_FILE, Store, code_path, replace_file, write_meta
 
 PARALLEL_MIN_ROWS = 5000  # below this, starting worker processes costs more than it saves

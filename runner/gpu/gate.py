@@ -5,12 +5,12 @@ A job's harness holds it *shared* around each step that may use the GPU (buildin
 calls, comparing outputs) and *exclusive* for its timing stage (and for the first ModelNew call of a program
 that autotunes: `runner.child.autotune`), so two timing stages never overlap on one GPU and no other job's harness work
 runs beside one. Waiting for the gate does not count against a job's timeout. The gate holds across the
-host's runner processes too (a service beside a bulk run): `runner.pool.host_lock`.
+host's runner processes too (a service beside a bulk run): `runner.gpu.host_lock`.
 `GpuGate.report()` gives how long the GPU was held (shared or exclusive: "busy") and timed (exclusive).
 
 Child side, `ChildGate`: the child asks its parent over the result channel (`{"event": "gate", "mode":
 "shared"|"exclusive"|"release"}`) and waits for a `go` line on its spec pipe, which stays open for that. The
-parent (`runner.pool.sandbox`) acquires the job's `GpuGate` for it, and releases whatever the job still holds when it
+parent (`runner.sandbox.run`) acquires the job's `GpuGate` for it, and releases whatever the job still holds when it
 ends. A program can reach the child's gate too (the audit hook does not stop it): at worst it holds the GPU until
 its own timeout kills it. Without a gate (`NO_GATE`: CPU jobs, one-off `runner eval`) the context managers do
 nothing."""
@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
-from runner.pool.host_lock import HostLock, host_lock_for
+from runner.gpu.host_lock import HostLock, host_lock_for
 
 SHARED, EXCLUSIVE, RELEASE = "shared", "exclusive", "release"
 WAITING_FOR_GPU = "waiting for the GPU"  # a stage's name for a wait for the gate (results' phases_s)
@@ -33,7 +33,7 @@ PAUSE_GRACE_S = 0.05  # CPU work inside a held gate shorter than this keeps it (
 
 class GpuGate:
     """Writer-preferring readers-writer lock for one GPU, with occupancy figures; with a `host` lock
-    (`runner.pool.host_lock`), held across the host's runner processes too."""
+    (`runner.gpu.host_lock`), held across the host's runner processes too."""
 
     def __init__(self, name: str = "", host: HostLock | None = None) -> None:
         self.name = name
@@ -175,7 +175,7 @@ def gate_for(gpu: str) -> GpuGate:
 
 def occupancy_for(gpu: str) -> GpuGate:
     """The process's lock on a GPU's jobs as a whole (not their steps): every job holds it shared while it runs;
-    a job that must have the GPU to itself (`runner.pool.oom_rerun`: out of memory beside other jobs) holds it
+    a job that must have the GPU to itself (`runner.gpu.oom_rerun`: out of memory beside other jobs) holds it
     exclusive, so that it starts once the others have ended and before any new one."""
     with _gates_lock:
         return _occupancy.setdefault(gpu, GpuGate(f"{gpu} jobs"))

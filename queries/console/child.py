@@ -1,5 +1,5 @@
-"""A SQL-console worker: `python -m queries.console_child STORE RUNS_DIR HEADROOM_BYTES FILE_BYTES` (started by
-`queries.console_pool` in a scratch folder, never by hand; Linux: it reads its size from /proc).
+"""A SQL-console worker: `python -m queries.console.child STORE RUNS_DIR HEADROOM_BYTES FILE_BYTES` (started by
+`queries.console.pool` in a scratch folder, never by hand; Linux: it reads its size from /proc).
 
 It exits when its parent process goes, loads the store, then caps its own address space (`RLIMIT_AS`) at its size
 after loading plus HEADROOM_BYTES and each file it writes (`RLIMIT_FSIZE`: DuckDB's spill files in the scratch
@@ -25,8 +25,8 @@ from typing import BinaryIO
 
 import pyarrow as pa
 
-from queries.console import MAX_ROWS_CAP, ConsoleError, statement_result
-from queries.console_pool import MAX_RESULT_BYTES
+from queries.console.pool import MAX_RESULT_BYTES
+from queries.console.statements import MAX_ROWS_CAP, ConsoleError, statement_result
 from queries.db import connect
 from queries.store import StoreError
 

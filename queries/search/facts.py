@@ -1,5 +1,5 @@
 """Search hits with what a reader needs to pick one (problem title, label, latest verdict) and how many rows
-match in all: a wrapper over `queries.search.search_code` (complete, with the exact total) that joins the
+match in all: a wrapper over `queries.search.engine.search_code` (complete, with the exact total) that joins the
 index rows of the hits it shows."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from queries.db import connect
 from queries.filters import NO_FILTERS, Filters
-from queries.search import search_code
+from queries.search.engine import search_code
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class SearchHits:
     counted_all: bool  # every program that could match was searched, so `hits` is the true count
     rows_scanned: int
     elapsed_s: float
-    method: str  # how the search answered (`queries.search.SearchResult.method`)
+    method: str  # how the search answered (`queries.search.engine.SearchResult.method`)
     note: str  # why it was a full scan, for the user
 
 

@@ -3,7 +3,7 @@
 Nothing is executed: module constants are evaluated by a small interpreter over literals, names and arithmetic
 (`batch_size = 16`, `dim = 2 * 1024`, `shape = (batch_size, *input_shape)`), and `get_inputs()` is read for tensor
 constructors (`torch.randn(M, K)`, `torch.rand((N, C, H, W))`, `torch.randint(0, 10, (B,))`, chained `.cuda()`
-and the like). Anything else is unknown (`?`). Used to name problems (`queries.parse`).
+and the like). Anything else is unknown (`?`). Used to name problems (`common.program.parse`).
 """
 
 from __future__ import annotations

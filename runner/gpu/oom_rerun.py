@@ -3,13 +3,13 @@
 
 Used by the service's workers and by bulk runs. Setting the `cancel` event kills the sandbox's process group
 (`evaluate_in_sandbox`'s cancel hook); the evaluation then ends with a `crashed` result flagged `cancelled`,
-which the caller discards. A CUDA slot's jobs go through its GPU's gate (`runner.pool.gate`): the slots sharing a GPU
+which the caller discards. A CUDA slot's jobs go through its GPU's gate (`runner.gpu.gate`): the slots sharing a GPU
 overlap their CPU-bound stages and time one at a time. Their memory is not shared out, so a job that ends
 `out_of_memory` while other jobs ran on its GPU is run again with the GPU to itself (flagged `rerun_alone_oom`):
 out of memory is a verdict only when the program alone does not fit (on an H200 a row correct at 37 ms ran out
 of memory once beside three other jobs). With `reuse_reference_timing` (bulk runs), Model's timing measured by an
 earlier job for the same reference text, settings and GPU is used instead of timing it again
-(`runner.pool.reference_timings`)."""
+(`runner.gpu.reference_timings`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from runner.pool.slots import Slot
+    from runner.gpu.slots import Slot
     from runner.result import RunResult
     from runner.spec import RunSpec
 
@@ -27,10 +27,10 @@ RERUN_ALONE_FLAG = "rerun_alone_oom"
 
 def evaluate_on_slot(program: str, spec: RunSpec, slot: Slot, *, result_id: str, row_id: str | None,
                      cancel: threading.Event | None = None, reuse_reference_timing: bool = False) -> RunResult:
-    from runner.pool.gate import EXCLUSIVE, SHARED, gate_for, occupancy_for
-    from runner.pool.reference_timings import REFERENCE_TIMINGS, reference_key
-    from runner.pool.sandbox import evaluate_in_sandbox
+    from runner.gpu.gate import EXCLUSIVE, SHARED, gate_for, occupancy_for
+    from runner.gpu.reference_timings import REFERENCE_TIMINGS, reference_key
     from runner.result import ErrorType
+    from runner.sandbox.run import evaluate_in_sandbox
 
     cuda = spec.device == "cuda" and slot.device == "cuda"
     options = spec.eval_options(visible_devices=slot.visible_devices if cuda else "",

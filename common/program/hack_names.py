@@ -1,4 +1,4 @@
-"""What the static hack checks (`queries/static_checks.py`) look for, by name: torch's compute ops and `nn` compute
+"""What the static hack checks (`common/program/hack_checks.py`) look for, by name: torch's compute ops and `nn` compute
 layers (`torch_compute_in_forward`: allocation, shape and copy ops are deliberately absent), stream, thread, timing,
 frame and precision names, the torch settings a candidate may set, allocations and containers."""
 

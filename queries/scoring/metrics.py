@@ -176,7 +176,7 @@ def metrics(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def score_predictions(store: Path | str, predictions: pa.Table) -> tuple[pd.DataFrame, list[str]]:
-    """Metrics of `predictions` (`queries.predictions.SCHEMA`) on `store`, and the ids the store does not hold."""
+    """Metrics of `predictions` (`queries.scoring.predictions.SCHEMA`) on `store`, and the ids the store does not hold."""
     db = connect(store)
     joined = db.execute("score_rows", tables={"predictions": predictions}).to_pandas()
     unknown = db.execute("score_unknown_ids", tables={"predictions": predictions}).column("id").to_pylist()

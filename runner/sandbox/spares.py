@@ -1,9 +1,9 @@
 """Starting sandbox children, with pre-warmed spares per launch configuration (design §4, "Isolation").
 
 A child is `python -P -m runner.child.main`, started in its own session, inside the host's operating-system isolation
-(`runner.pool.isolation`: namespaces, a read-only filesystem but for its job folder, capabilities dropped) and its
-own memory cgroup where one can be made (`runner.pool.cgroup`), with an environment built from an allow-list
-(`ENV_ALLOWED`: no token, no cloud key reaches it) and a fresh job folder (`runner.pool.jobdirs`; `root/work` is
+(`runner.sandbox.isolation`: namespaces, a read-only filesystem but for its job folder, capabilities dropped) and its
+own memory cgroup where one can be made (`runner.sandbox.cgroup`), with an environment built from an allow-list
+(`ENV_ALLOWED`: no token, no cloud key reaches it) and a fresh job folder (`runner.sandbox.jobdirs`; `root/work` is
 HOME, cwd and TMPDIR). A spare's folder is made when it starts and becomes its job's. It imports torch and
 triton (without touching CUDA), then waits for its job spec on a private pipe; it runs exactly one job and exits.
 `ChildPool.take` hands out the oldest spare started for the same configuration (isolation mode, environment,
@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from common.settings import CHILD_ENV, RunnerConfig, load_settings
+from runner.gpu.cpu_plan import plan_for
+from runner.gpu.host_lock import child_descriptors
 from runner.options import EvalOptions
-from runner.pool import isolation, jobdirs
-from runner.pool.cgroup import JobCgroup
-from runner.pool.cpu_plan import plan_for
-from runner.pool.host_lock import child_descriptors
-from runner.pool.isolation import REPO_ROOT
+from runner.sandbox import isolation, jobdirs
+from runner.sandbox.cgroup import JobCgroup
+from runner.sandbox.isolation import REPO_ROOT
 
 # the child's environment is built from these names only (a prefix such as TORCH_ would pass TORCH_HUB_TOKEN)
 ENV_ALLOWED = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "OMP_NUM_THREADS",
@@ -107,7 +107,7 @@ class Child:
 
     def send_spec(self, spec: dict[str, Any], keep_open: bool = False) -> None:
         """Hand the child its job (a dead child just never reads it). The spec pipe is closed afterwards unless
-        `keep_open` (it then carries the GPU gate's answers, `runner.pool.gate`, until `discard`)."""
+        `keep_open` (it then carries the GPU gate's answers, `runner.gpu.gate`, until `discard`)."""
         data = (json.dumps(spec) + "\n").encode()
         try:
             while data:

@@ -1,5 +1,5 @@
 """`python -m queries score-predictions FILE --store DIR`: a latency model's metrics against the labels, by split
-and holdout group, next to the baselines (`queries.scoring` says what each metric is)."""
+and holdout group, next to the baselines (`queries.scoring.metrics` says what each metric is)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import math
 import sys
 from pathlib import Path
 
-from queries.predictions import PredictionsError, read_predictions
-from queries.scoring import METRICS, score_predictions
+from queries.scoring.metrics import METRICS, score_predictions
+from queries.scoring.predictions import PredictionsError, read_predictions
 from queries.store import StoreError
 
 

@@ -3,7 +3,7 @@
 `scan_parquet` lets DuckDB read the file itself (multi-threaded, in bounded memory); `scan_decoded` runs the same
 SQL (`queries/sql/ingest_fields.sql`) over batches the Python reader decoded, for files DuckDB cannot read
 cleanly (binary or invalid UTF-8 `x`, corrupt pages). `finish_batch` turns one result batch into narrow index
-columns (with `unavailable_import` marked, see `queries/text_rules.py`) plus the id and text of each program;
+columns (with `unavailable_import` marked, see `common/program/text_rules.py`) plus the id and text of each program;
 `queries/ingest/program_fields.py` adds the fields computed from each text's bytes.
 """
 
@@ -18,11 +18,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from common.program.text_rules import AVAILABLE_MODULES, PATTERNS
 from common.row_id import ROW_ID_FORMAT
 from queries.ingest.read import Batch
 from queries.ingest.sources import SourceFile
 from queries.sql_files import sql_text
-from queries.text_rules import AVAILABLE_MODULES, PATTERNS
 
 OPTIONAL_COLUMNS = ("problem_id", "holdout_group")
 STREAMING_BUFFER = "128MB"

@@ -23,7 +23,7 @@ import re._constants as sre
 import re._parser as sre_parse
 from dataclasses import dataclass
 
-from queries.search_regex import literal_runs, may_match_newline
+from queries.search.regex import literal_runs, may_match_newline
 
 _KEPT_FLAGS = sre.SRE_FLAG_UNICODE | sre.SRE_FLAG_IGNORECASE | sre.SRE_FLAG_DOTALL | sre.SRE_FLAG_MULTILINE
 _CATEGORIES = {sre.CATEGORY_DIGIT: r"\d", sre.CATEGORY_NOT_DIGIT: r"\D", sre.CATEGORY_SPACE: r"\s",

@@ -9,7 +9,7 @@ configuration locked, so a statement that slipped past these checks still could 
 settings.
 
 Time and memory are enforced from outside the statement: `console()` hands it to a child process
-(`queries.console_pool`, `queries.console_child`) that has an address-space limit and is killed when it runs past
+(`queries.console.pool`, `queries.console.child`) that has an address-space limit and is killed when it runs past
 its time, so neither a list or string generator that ignores DuckDB's own limits nor a parser crash can take the
 explorer's process or its host down. Parsing, checks and the query all happen in that child (`statement_result`).
 """
@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from common.errors import TlxError
 from common.settings import load_settings
-from queries import console_pool
+from queries.console import pool as console_pool
 from queries.db import Database, QueryTimeout
 from queries.store import StoreError
 

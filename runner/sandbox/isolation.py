@@ -6,7 +6,7 @@ the in-process guard (`runner.child.guard`).
   under an init; when the init dies the kernel kills every process left in the namespace, whatever its session,
   process group or open pipes);
 - on a read-only view of the host's filesystem in which only the job's folder (`job_root`, see
-  `runner.pool.jobdirs`) is writable and `job_root/tmp` is /tmp; home folders, /run (the host's service sockets),
+  `runner.sandbox.jobdirs`) is writable and `job_root/tmp` is /tmp; home folders, /run (the host's service sockets),
   the runner's folders (runs dir with its token file, store, other jobs, shared caches: `hide`) are empty
   read-only tmpfs (the password hashes in /etc: /dev/null), with the Python install and the repository shown
   again read-only where they lie under them;
@@ -20,7 +20,7 @@ Modes, picked once per process (`current()`), forced with TLX_RUNNER_ISOLATION=b
 - `bwrap`: bubblewrap from TLX_RUNNER_BWRAP, else the copy `scripts/fetch_bwrap.sh` unpacks into
   `.tools/bubblewrap/`, else `bwrap` on PATH, if a trial run works;
 - `unshare`: util-linux `unshare` (root only; util-linux's `setpriv` ties it to the runner's life) with
-  `runner.pool.jail` as the namespace's init doing the mounts;
+  `runner.sandbox.jail` as the namespace's init doing the mounts;
 - `none`: the host refuses namespaces; every result then carries the flag `not_isolated` and /health says why.
 The child's parent inside the namespace is pid 1 (passed as its --parent-pid); a signal that kills the child
 comes back as exit status 128 + signal (`returncode`)."""
@@ -36,15 +36,15 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.pool import cgroup, jail, jobdirs
-from runner.pool.jail import PROC_COVERED
+from runner.sandbox import cgroup, jail, jobdirs
+from runner.sandbox.jail import PROC_COVERED
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 ISOLATION_ENV, BWRAP_ENV = "TLX_RUNNER_ISOLATION", "TLX_RUNNER_BWRAP"
 SHIPPED_BWRAP = REPO_ROOT / ".tools" / "bubblewrap" / "usr" / "bin" / "bwrap"
 MODES = ("bwrap", "unshare", "none")
 NOT_ISOLATED = "not_isolated"
-INNER_PARENT_PID = 1  # the child's parent inside the PID namespace: bwrap's init, or runner.pool.jail
+INNER_PARENT_PID = 1  # the child's parent inside the PID namespace: bwrap's init, or runner.sandbox.jail
 KEPT_CAPS = ("CAP_SETUID", "CAP_SETGID")
 BASIC_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
 SCRATCH = "/tmp"  # where the job's own tmp folder is mounted

@@ -1,0 +1,1 @@
+"""Program text analysis shared by the explorer and the runner's child: where the candidate starts, which functions are Triton kernels, the static errors and hack checks, input shapes (standard library only)."""

@@ -1,0 +1,1 @@
+"""The read-only SQL console: statements run in worker processes with time and memory limits."""

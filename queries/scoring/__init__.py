@@ -1,0 +1,1 @@
+"""Scoring a latency model's predictions against the labels."""

@@ -1,0 +1,1 @@
+"""Code search over a store: the line index, regex narrowing and full scans."""

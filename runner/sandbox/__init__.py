@@ -1,0 +1,1 @@
+"""The job's sandbox: operating-system isolation, the children it starts and watches, secrets kept out."""
