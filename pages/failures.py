@@ -7,10 +7,10 @@ from dataclasses import replace
 import streamlit as st
 
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
+from common.outcomes import ErrorType
 from common.program.parse import STATIC_ERRORS
 from queries import api
 from queries.filters import ERROR_SOURCES, Filters
-from runner.result import ErrorType
 from ui import bulk, charts, context, data, flags, links, widgets
 from ui.labels import error_name
 from ui.text import md_code

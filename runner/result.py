@@ -6,9 +6,10 @@ import dataclasses
 import datetime as dt
 import re
 from dataclasses import dataclass, field
-from enum import IntEnum, StrEnum
+from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
+from common.outcomes import ErrorType
 from runner.options import refuse_unknown
 
 if TYPE_CHECKING:
@@ -16,25 +17,6 @@ if TYPE_CHECKING:
 
 
 REF_TIMING_REUSED = "reference_timing_reused"  # Model's timing came from an earlier job (runner.gpu.reference_timings)
-
-
-class ErrorType(StrEnum):
-    """Measured error types (design §3); `ok` is the type of a passing run (stored as error_type null)."""
-
-    OK = "ok"
-    SYNTAX_ERROR = "syntax_error"
-    IMPORT_ERROR = "import_error"
-    MISSING_SYMBOL = "missing_symbol"
-    INIT_ERROR = "init_error"
-    COMPILE_ERROR = "compile_error"
-    RUNTIME_ERROR = "runtime_error"
-    CUDA_ERROR = "cuda_error"
-    SHAPE_MISMATCH = "shape_mismatch"
-    OUTPUT_MISMATCH = "output_mismatch"
-    NAN_OUTPUT = "nan_output"
-    TIMEOUT = "timeout"
-    OUT_OF_MEMORY = "out_of_memory"
-    CRASHED = "crashed"
 
 
 class ExitCode(IntEnum):

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from common.outcomes import ErrorType
 from runner.options import GIB, EvalOptions
-from runner.result import ErrorType
 from runner.sandbox import cgroup, isolation, jobdirs, scrub
 from runner.sandbox.run import close_spares, evaluate_in_sandbox
 from runner.sandbox.spares import base_env

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from common.outcomes import ErrorType
 from runner.options import GIB, EvalOptions
-from runner.result import ErrorType
 from runner.sandbox.run import close_spares, evaluate_in_sandbox
 from tests.programs import NAMES, hostile_program
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from common.outcomes import ErrorType
 from runner.child import compare
 from runner.child.classify import classify, error_type_of
 from runner.child.compare import compare_outputs
@@ -26,7 +27,7 @@ from runner.child.setup import apply_backend_flags
 from runner.child.steps import Steps
 from runner.child.timing import SOURCE_EVENTS, SOURCE_WALL, decide, launch_bound, rel_err_of_median, summarize
 from runner.options import GIB, EvalOptions
-from runner.result import ErrorType, RunResult, Timing
+from runner.result import RunResult, Timing
 from runner.sandbox.run import close_spares, evaluate_in_sandbox
 from runner.sandbox.spares import POOL
 from tests.programs import runner_program
@@ -507,7 +508,8 @@ def test_models_made_on_the_jobs_device():
 def test_results_the_parent_makes_count_under_their_profile():
     """A timeout or crash (made by the parent, not the child) records the profile and tolerances it ran under;
     what the child recorded is kept."""
-    from runner.result import ErrorType, RunResult
+    from common.outcomes import ErrorType
+    from runner.result import RunResult
     from runner.spec import RunSpec
 
     spec = RunSpec("cuda", profile="kernelbench-strict")

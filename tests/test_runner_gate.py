@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from common.outcomes import ErrorType
 from runner.bulk.backends import LocalBackend, Task
 from runner.child import timing
 from runner.child.evaluate import Judge
@@ -22,7 +23,7 @@ from runner.child.steps import Stop, inputs_digest
 from runner.gpu.gate import EXCLUSIVE, NO_GATE, SHARED, GpuGate
 from runner.gpu.slots import Slot, make_slots
 from runner.options import GIB, EvalOptions
-from runner.result import ErrorType, Timing
+from runner.result import Timing
 from runner.sandbox.run import close_spares, evaluate_in_sandbox
 from runner.spec import RunSpec
 from tests.programs import runner_program
@@ -360,8 +361,8 @@ def test_the_reference_runs_under_the_gate_and_running_out_of_memory_there_is_ou
 def test_a_harness_failure_is_a_runtime_error_unless_out_of_memory():
     import torch
 
+    from common.outcomes import ErrorType
     from runner.child.main import harness_failure
-    from runner.result import ErrorType
 
     oom = harness_failure(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 3.00 GiB"))
     other = harness_failure(KeyError("x"))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from common.outcomes import ErrorType
 from runner.options import EvalOptions, TimingOptions
-from runner.result import ErrorType
 from runner.sandbox.run import evaluate_in_sandbox
 from tests.programs import runner_program
 

@@ -6,9 +6,10 @@ import threading
 import time
 
 import runner.sandbox.run
+from common.outcomes import ErrorType
 from runner.gpu.oom_rerun import RERUN_ALONE_FLAG, evaluate_on_slot
 from runner.gpu.slots import make_slots
-from runner.result import ErrorType, RunResult
+from runner.result import RunResult
 from runner.spec import RunSpec
 
 

@@ -30,12 +30,12 @@ import sys
 import traceback
 from typing import Any
 
+from common.outcomes import ErrorType
 from runner.child import pinning, process
 from runner.child.classify import classify
 from runner.child.link import LinkError, encode_outputs, receive, send
 from runner.child.steps import Steps, Stop, cloned, fail, import_file, inputs_digest, set_seed
 from runner.options import EvalOptions, TimingOptions
-from runner.result import ErrorType
 
 REQUIRED = ("Model", "ModelNew", "get_inputs", "get_init_inputs")
 MODULE_NAME = "tlx_program"

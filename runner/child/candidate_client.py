@@ -23,11 +23,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common.outcomes import ErrorType
 from common.settings import CANDIDATE_UID_ENV
 from runner.child.link import LinkError, decode_outputs, receive, send
 from runner.child.process import close_fds
 from runner.child.steps import Stop
-from runner.result import ErrorType, RunResult
+from runner.result import RunResult
 
 NOBODY = 65534
 PR_SET_NO_NEW_PRIVS = 38

@@ -5,7 +5,7 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass
 
-from runner.result import ErrorType
+from common.outcomes import ErrorType
 
 MESSAGE_CHARS = 2000
 TRACEBACK_CHARS = 6000

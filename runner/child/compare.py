@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.outcomes import ErrorType
 from runner.options import EvalOptions
 from runner.profiles import LADDER, tightest_passed
-from runner.result import ErrorType, OutputDiff
+from runner.result import OutputDiff
 
 CHUNK = 1 << 24  # values per chunk: 128 MiB per float64 temporary
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from common.hardware import result_device
+from common.outcomes import ErrorType
 from common.settings import CUDA_IPC_ENV, cuda_ipc_wanted
 from runner.child import launches, pinning, timing
 from runner.child.candidate_client import CandidateProcess, open_for
@@ -37,7 +38,7 @@ from runner.gpu.gate import EXCLUSIVE, NO_GATE, SHARED, WAITING_FOR_GPU, ChildGa
 from runner.options import EvalOptions
 from runner.profiles import LADDER
 from runner.result import REF_TIMING_REUSED as REUSED_FLAG
-from runner.result import ErrorType, OutputDiff, RunResult
+from runner.result import OutputDiff, RunResult
 
 REFERENCE_MODULE = "tlx_reference"
 EXCESSIVE_SPEEDUP = 10.0

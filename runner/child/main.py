@@ -27,13 +27,14 @@ import traceback
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from common.outcomes import ErrorType
 from runner.child import pinning, process, warmup
 from runner.child.candidate_client import CandidateProcess, open_for
 from runner.child.classify import error_type_of
 from runner.child.process import die_with_parent, prewarm, resolve_device, set_limits, synchronize
 from runner.gpu.gate import NO_GATE, ChildGate, install
 from runner.options import EvalOptions
-from runner.result import ErrorType, ExitCode, RunResult, phase_name
+from runner.result import ExitCode, RunResult, phase_name
 
 STACKS_SIGNAL = signal.SIGUSR1
 

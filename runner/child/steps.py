@@ -13,10 +13,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from common.outcomes import ErrorType
 from runner.child.classify import classify
 from runner.gpu.gate import NO_GATE, SHARED, ChildGate
 from runner.options import EvalOptions
-from runner.result import ErrorType, RunResult
+from runner.result import RunResult
 
 
 class Stop(Exception):

@@ -27,9 +27,9 @@ RERUN_ALONE_FLAG = "rerun_alone_oom"
 
 def evaluate_on_slot(program: str, spec: RunSpec, slot: Slot, *, result_id: str, row_id: str | None,
                      cancel: threading.Event | None = None, reuse_reference_timing: bool = False) -> RunResult:
+    from common.outcomes import ErrorType
     from runner.gpu.gate import EXCLUSIVE, SHARED, gate_for, occupancy_for
     from runner.gpu.reference_timings import REFERENCE_TIMINGS, reference_key
-    from runner.result import ErrorType
     from runner.sandbox.run import evaluate_in_sandbox
 
     cuda = spec.device == "cuda" and slot.device == "cuda"

@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from common.hardware import CPU_LABEL
+from common.outcomes import ErrorType
 from common.program_hash import program_sha256
 from runner.child.system import collect_system
 from runner.gpu.gate import EXCLUSIVE, RELEASE, SHARED, WAITING_FOR_GPU, GpuGate
 from runner.options import EvalOptions
-from runner.result import ErrorType, RunResult, phase_name
+from runner.result import RunResult, phase_name
 from runner.sandbox import isolation, scrub, triton_cache
 from runner.sandbox.cgroup import job_memory_cap
 from runner.sandbox.isolation import NOT_ISOLATED
