@@ -56,5 +56,5 @@ def test_ingest_spells_only_static_errors_of_the_table():
     written = set(re.findall(r"THEN '([a-z_]+)'", sql.split("AS reject", 1)[1]))
     written |= set(re.findall(r"ELSE '([a-z_]+)' END AS static_error", sql))
     written |= set(re.findall(r"THEN '([a-z_]+)'", (ROOT / "queries" / "sql" / "ingest_index.sql").read_text()))
-    written |= set(re.findall(r'"(unavailable_import)"', (ROOT / "queries" / "ingest" / "scan.py").read_text()))
+    written |= set(re.findall(r'"(unavailable_import)"', (ROOT / "queries" / "ingest" / "fields_scan.py").read_text()))
     assert written == set(STATIC_ERRORS) - {"syntax_error"}, written
