@@ -24,6 +24,12 @@ _COMPILE_TYPES = {
     "PTXASError", "InterpreterError",
 }
 _COMPILER_PATHS = ("/triton/compiler/", "/triton/backends/", "/triton/language/semantic")
+# A launch that refuses its arguments before anything compiles (common.outcomes.ErrorType.LAUNCH_ERROR): raised by
+# Triton's launch path (`runtime/jit.py`, `runtime/autotuner.py`) or by the binder it generates (`dynamic_func`):
+# a missing constexpr, an unknown keyword, conflicting autotune meta-parameters.
+_LAUNCH_PATHS = ("/triton/runtime/jit.py", "/triton/runtime/autotuner.py")
+_LAUNCH_FUNCTIONS = ("dynamic_func",)
+_LAUNCH_TYPES = {"TypeError", "KeyError", "ValueError", "AssertionError"}
 
 # What a failure at each stage is called when nothing more specific applies.
 STAGE_DEFAULT = {
@@ -60,6 +66,14 @@ def _raised_in_compiler(exc: BaseException) -> bool:
     return bool(frames) and any(p in frames[-1].filename.replace("\\", "/") for p in _COMPILER_PATHS)
 
 
+def _raised_at_launch(exc: BaseException) -> bool:
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames or type(exc).__name__ not in _LAUNCH_TYPES:
+        return False
+    last = frames[-1]
+    return last.name in _LAUNCH_FUNCTIONS or any(p in last.filename.replace("\\", "/") for p in _LAUNCH_PATHS)
+
+
 def error_type_of(exc: BaseException, stage: str) -> ErrorType:
     chain = _chain(exc)
     texts = [str(e).lower() for e in chain]
@@ -69,6 +83,8 @@ def error_type_of(exc: BaseException, stage: str) -> ErrorType:
         return ErrorType.CUDA_ERROR
     if any(_names(e) & _COMPILE_TYPES for e in chain) or any(_raised_in_compiler(e) for e in chain):
         return ErrorType.COMPILE_ERROR
+    if _raised_at_launch(exc):
+        return ErrorType.LAUNCH_ERROR
     return STAGE_DEFAULT.get(stage, ErrorType.RUNTIME_ERROR)
 
 
