@@ -25,9 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+RESULTS, TRIAGE = "results", "triage"  # the folders of run results and of CPU triage results under a root
 
-def results_dir(runs_dir: Path) -> Path:
-    return Path(runs_dir) / "results"
+
+def results_dir(runs_dir: Path, folder: str = RESULTS) -> Path:
+    return Path(runs_dir) / folder
 
 
 def default_writer(kind: str) -> str:
@@ -37,12 +39,12 @@ def default_writer(kind: str) -> str:
 
 
 class ResultsLog:
-    """Appends result dicts to `RUNS_DIR/results/<writer>.jsonl`."""
+    """Appends result dicts to `RUNS_DIR/results/<writer>.jsonl` (`RUNS_DIR/triage/` for triage results)."""
 
-    def __init__(self, runs_dir: Path, writer: str):
+    def __init__(self, runs_dir: Path, writer: str, folder: str = RESULTS):
         if not writer or "/" in writer or writer.startswith("."):
             raise ValueError(f"bad results writer name {writer!r}")
-        self.path = results_dir(runs_dir) / f"{writer}.jsonl"
+        self.path = results_dir(runs_dir, folder) / f"{writer}.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
 

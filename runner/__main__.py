@@ -1,4 +1,4 @@
-"""`python -m runner eval|serve|submit|bulk` (design §3b)."""
+"""`python -m runner eval|serve|submit|bulk|triage` (design §3b)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from runner.result import RunResult
 from runner.spec_args import add_spec_arguments, spec_fields
 
 # subcommand -> module exposing add_arguments(parser) and main(args) -> int, imported only when used
-LAZY = {"serve": "runner.service.app", "submit": "runner.service.client", "bulk": "runner.bulk.command"}
+LAZY = {"serve": "runner.service.app", "submit": "runner.service.client", "bulk": "runner.bulk.command",
+        "triage": "runner.triage.command"}
 HELP = {"serve": "run the local runner service", "submit": "send a job to the runner service",
-        "bulk": "re-run many rows of a store"}
+        "bulk": "re-run many rows of a store", "triage": "why programs fail, without a GPU (CPU triage)"}
 
 
 def summary(result: RunResult) -> str:

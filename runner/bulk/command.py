@@ -73,8 +73,9 @@ def done_counts(runs_dir: Path, okey: str, hardware: str) -> Counter:
 class Progress:
     """Counts results; prints a progress line with rate and ETA to stderr at most every `every_s` seconds."""
 
-    def __init__(self, planned: int, every_s: float = 2.0):
+    def __init__(self, planned: int, every_s: float = 2.0, name: str = "bulk", good: str = "ok"):
         self.planned = planned
+        self.name, self.good = name, good
         self.every_s = every_s
         self.started = time.monotonic()
         self.last = 0.0
@@ -87,9 +88,9 @@ class Progress:
     def skip(self, n: int = 1) -> None:
         self.skipped += n
 
-    def record(self, result: RunResult) -> None:
+    def record(self, outcome: str) -> None:
         self.done += 1
-        self.by_outcome[result.error_type or result.status or "?"] += 1
+        self.by_outcome[outcome] += 1
         self.show()
 
     def rate(self) -> float:
@@ -103,8 +104,8 @@ class Progress:
         left = max(self.planned - self.done - self.skipped, 0)
         rate = self.rate()
         eta = f"{left / rate:,.0f} s" if rate > 0 else "?"
-        line = (f"[bulk] {self.done} done, {self.skipped} skipped, {left} left; "
-                f"{rate * 60:,.1f}/min; ETA {eta}; ok {self.by_outcome.get('ok', 0)}")
+        line = (f"[{self.name}] {self.done} done, {self.skipped} skipped, {left} left; "
+                f"{rate * 60:,.1f}/min; ETA {eta}; {self.good} {self.by_outcome.get(self.good, 0)}")
         if self.tty:
             print("\r" + line, end="\n" if final else "", file=sys.stderr, flush=True)
         elif line != self.printed:
@@ -137,7 +138,8 @@ def summary(progress: Progress, selected: int, interrupted: bool, log_path: Path
     return "\n".join(lines)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_row_arguments(parser: argparse.ArgumentParser) -> None:
+    """The rows a run takes from a store: the explorer's filters, ids, a sample, a limit (bulk and triage)."""
     parser.add_argument("--store", type=Path, default=None, help="store to read rows from (default TLX_STORE)")
     parser.add_argument("--runs-dir", type=Path, default=None, help="results log folder (default TLX_RUNS_DIR)")
     parser.add_argument("--problem", help="problem key (16 hex) or problem id (e.g. 1_23)")
@@ -151,6 +153,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sample", type=int, help="random sample of N selected rows (see --seed)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--limit", type=int, help="at most N rows")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_row_arguments(parser)
     parser.add_argument("--backend", choices=("local", "ray"), default="local")
     parser.add_argument("--address", help="Ray cluster address (default: start a local Ray instance)")
     parser.add_argument("--repeats", type=int, default=1, help="runs per row (resume counts them)")
@@ -209,7 +215,7 @@ def main(args: argparse.Namespace) -> int:
             # ended the child): it ran on the hardware planned for, and resume must count it there, not run it again
             result.system = {**result.system, "gpu": hardware}
         log.append(result.stamped(spec).to_dict())
-        progress.record(result)
+        progress.record(result.error_type or result.status or "?")
 
     interrupted = False
     try:
