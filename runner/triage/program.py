@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,11 @@ from runner.child.compare import flatten
 MODULE_NAME = "triage_program"
 REQUIRED = ("Model", "ModelNew", "get_inputs", "get_init_inputs")
 SEED = 42
-# What torch says when a step needs the values meta tensors do not have.
-_META_TEXT = ("meta tensor", "meta device", "'meta' backend", "meta backend", "on meta", "data-dependent",
-              "cannot be called on meta", "to_dense", "item()", "'meta'")
+# What torch says when a step needs the values meta tensors do not have, or a real CUDA device (graphs, streams'
+# handles, a driver call): limits of the stand-in, not faults of the program.
+_STAND_IN_TEXT = ("meta tensor", "meta device", "'meta' backend", "meta backend", "on meta", "data-dependent",
+                  "cannot be called on meta", "item()", "'meta'", "cuda")
+_STAND_IN_PATHS = ("/torch/cuda/", "/torch/_subclasses/", "/torch/_meta_registrations", "/torch/_prims")
 _DEVICE_FREE = {ErrorType.COMPILE_ERROR, ErrorType.LAUNCH_ERROR}
 
 
@@ -43,13 +46,15 @@ class Ended(Exception):
         self.result = result
 
 
-def _needs_values(exc: BaseException) -> bool:
+def _needs_a_gpu(exc: BaseException) -> bool:
+    """Whether `exc` comes from the stand-in's limits: a value meta tensors do not have, a real CUDA device."""
     chain, seen = [], exc
     while seen is not None and len(chain) < 8:
         chain.append(seen)
         seen = seen.__cause__ or seen.__context__
     text = " ".join(f"{type(e).__name__}: {e}".lower() for e in chain)
-    return any(t in text for t in _META_TEXT)
+    frames = [f.filename.replace("\\", "/") for e in chain for f in traceback.extract_tb(e.__traceback__)[-1:]]
+    return any(t in text for t in _STAND_IN_TEXT) or any(p in f for f in frames for p in _STAND_IN_PATHS)
 
 
 def _failed(exc: BaseException, stage: str, runner_stage: str, path: str, context: str) -> dict:
@@ -63,7 +68,8 @@ def _failed(exc: BaseException, stage: str, runner_stage: str, path: str, contex
 
 def _not_triaged(exc: BaseException, stage: str, context: str) -> dict:
     return {"triage_status": TriageStatus.NOT_TRIAGED.value, "error_type": None, "stage": stage,
-            "reason": bounded(f"{context} needs values meta tensors do not have: {type(exc).__name__}: {exc}", 600),
+            "reason": bounded(f"{context} needs a GPU (values meta tensors do not have, or a CUDA device): "
+                              f"{type(exc).__name__}: {exc}", 600),
             "exception": type(exc).__name__}
 
 
@@ -73,11 +79,11 @@ def _step(stage: str, runner_stage: str, context: str, path: str, fn, *args):
 
     try:
         return fn(*args)
-    except Exception as exc:  # noqa: BLE001 - every program failure is a verdict
+    except Exception as exc:  # every program failure is a verdict
         result = _failed(exc, stage, runner_stage, path, context)
         if result["error_type"] in _DEVICE_FREE:
-            result["kernel"] = stand_in.launches.kernels[-1] if stand_in.launches.kernels else None
-        elif _needs_values(exc):
+            result["kernel"] = stand_in.launches.current
+        elif not isinstance(exc, ImportError) and _needs_a_gpu(exc):
             result = _not_triaged(exc, stage, context)
         raise Ended(result) from None
 

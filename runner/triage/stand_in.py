@@ -31,12 +31,14 @@ class Compiles:
     """What the stand-in compiled since the last `reset()`."""
 
     kernels: list[str] = field(default_factory=list)
+    current: str | None = None  # the kernel of the launch in progress (named by a launch error too)
     hits: int = 0
     misses: int = 0
     seconds: float = 0.0
 
     def reset(self) -> None:
         self.kernels.clear()
+        self.current = None
         self.hits = self.misses = 0
         self.seconds = 0.0
 
@@ -193,6 +195,7 @@ def _compile_only(shared: int):
     real_run = JITFunction.run
 
     def run(self, *args, grid, warmup, **kwargs):
+        launches.current = self.__name__
         before = _cache_entries()
         start = time.perf_counter()
         kernel = real_run(self, *args, grid=grid, warmup=True, **kwargs)
@@ -208,6 +211,22 @@ def _compile_only(shared: int):
         return kernel
 
     JITFunction.run = run
+
+
+def _launches_named():
+    """`kernel[grid]` names the kernel (an autotuner's or heuristics' wrapped function) before its arguments bind."""
+    from triton.runtime.jit import KernelInterface
+
+    real_getitem = KernelInterface.__getitem__
+
+    def getitem(self, grid):
+        fn = self
+        while not hasattr(fn, "__name__") and hasattr(fn, "fn"):
+            fn = fn.fn
+        launches.current = getattr(fn, "__name__", None) or getattr(getattr(self, "base_fn", None), "__name__", None)
+        return real_getitem(self, grid)
+
+    KernelInterface.__getitem__ = getitem
 
 
 def _cache_entries() -> int:
@@ -237,6 +256,7 @@ def install(target: str = "sm_90") -> None:
     _fake_cuda(capability, shared, sms, name)
     driver.set_active(_driver_class(capability, shared, sms)())
     _compile_only(shared)
+    _launches_named()
     _autotune_compiles()
     torch.set_default_device("meta")
     _meta_mode_class()().__enter__()

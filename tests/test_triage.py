@@ -1,0 +1,107 @@
+"""CPU triage (`python -m runner triage`, issue 41): one program per error type, with real Triton compile errors
+for sm_90, launch-argument errors, honest controls that pass, and what the stand-in cannot decide. Every program
+is triaged by the real worker process inside the job isolation, as the command does."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from runner.triage.pool import TriagePool, TriageSettings
+from tests.programs import HERE, runner_program, whole_program
+
+TRIAGE = HERE / "triage_programs"
+
+# program -> (status, error type, a text the message or reason holds)
+EXPECTED = {
+    "runner:syntax_error": ("failed", "syntax_error", "line"),
+    "runner:import_error": ("failed", "import_error", "No module named"),
+    "runner:missing_symbol": ("failed", "missing_symbol", "get_init_inputs"),
+    "runner:init_error": ("failed", "init_error", "bad config"),
+    "runner:compile_error": ("failed", "compile_error", "n_undefined"),
+    "runner:shape_mismatch": ("failed", "shape_mismatch", "expected shape (64,), got (32,)"),
+    "unsupported_index": ("failed", "compile_error", "unsupported tensor index"),
+    "constexpr_type": ("failed", "compile_error", "arange"),
+    "dot_shape": ("failed", "compile_error", "dot"),
+    "missing_constexpr": ("failed", "launch_error", "BLOCK"),
+    "unknown_keyword": ("failed", "launch_error", "BLOCK_SIZE"),
+    "autotune_conflict": ("failed", "launch_error", "Conflicting meta-parameters"),
+    "python_error": ("failed", "runtime_error", "math"),
+    "value_dependent": ("not_triaged", None, "item()"),
+    "cuda_graph": ("not_triaged", None, "GPU"),
+    "runner:correct_add": ("passed", None, "shapes match"),
+    "runner:autotuned": ("passed", None, "shapes match"),
+    "honest_cuda": ("passed", None, "(8, 8) float32"),
+}
+
+
+def program(name: str) -> str:
+    if name.startswith("runner:"):
+        return runner_program(name.removeprefix("runner:"))
+    return whole_program(TRIAGE / f"{name}.py")
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with TriagePool(1, TriageSettings(timeout_s=60)) as p:
+        yield p
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_program_gets_the_gpu_runners_error_type(pool, name):
+    status, error_type, text = EXPECTED[name]
+    result = pool.triage(program(name))
+    said = f"{result.get('message')} {result.get('reason')}"
+    assert (result["triage_status"], result["error_type"]) == (status, error_type), said
+    assert text in said
+    assert result["versions"]["torch"] and result["versions"]["triton"]
+    if error_type in ("compile_error", "launch_error"):
+        assert result["kernel"], "the failing kernel is named"
+
+
+def test_a_module_error_names_the_module(pool):
+    result = pool.triage(runner_program("import_error"))
+    assert result["module"] and result["module"] in result["message"]
+
+
+def test_a_program_that_hangs_or_kills_its_worker_is_answered_and_the_next_one_still_runs(tmp_path):
+    with TriagePool(1, TriageSettings(timeout_s=20)) as pool:
+        hang = runner_program("correct_add").replace("    def forward(self, a, b):\n",
+                                                     "    def forward(self, a, b):\n        import time; time.sleep(60)\n", 1)
+        assert hang != runner_program("correct_add")
+        result = pool.triage(hang)
+        assert (result["triage_status"], result["error_type"]) == ("failed", "timeout")
+        killer = runner_program("correct_add") + "\nimport os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
+        pool.triage(killer)
+        assert pool.triage(runner_program("correct_add"))["triage_status"] == "passed"
+
+
+def test_the_command_triages_files_writes_both_logs_and_resumes(tmp_path):
+    files = []
+    for name in ("runner:correct_add", "unsupported_index"):
+        path = tmp_path / f"{name.replace(':', '_')}.py"
+        path.write_text(program(name))
+        files.append(str(path))
+    out, runs = tmp_path / "out.jsonl", tmp_path / "runs"
+    cmd = [sys.executable, "-m", "runner", "triage", *files, "--runs-dir", str(runs), "--out", str(out),
+           "--workers", "1"]
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(r["triage_status"] for r in lines) == ["failed", "passed"]
+    assert all(r["target"] == "sm_90" and r["id"] == r["program_sha256"] and r["triaged_at"] for r in lines)
+    logged = list((runs / "triage").glob("triage-*.jsonl"))
+    assert len(logged) == 1 and len(logged[0].read_text().splitlines()) == 2
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "0 triaged, 2 skipped" in again.stdout
+    assert len(out.read_text().splitlines()) == 2
+
+
+def test_an_unknown_target_is_refused_by_name():
+    done = subprocess.run([sys.executable, "-m", "runner", "triage", "--target", "sm_12", str(Path(__file__))],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "sm_90" in done.stderr
