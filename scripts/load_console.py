@@ -22,7 +22,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from queries import api, console_pool  # noqa: E402
+from queries import api  # noqa: E402
+from queries.console import pool as console_pool  # noqa: E402
 from scripts.load_common import percentile, run_clients  # noqa: E402
 
 GOOD = [

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from queries import api, console_pool
+from queries import api
+from queries.console import pool as console_pool
 from queries.filters import Filters
 from queries.store import SCHEMA_VERSION, Store
 from tests.fixtures import TEST, TRAIN
