@@ -30,11 +30,12 @@ CHILD_REACHES_INTO_GPU = {"runner.gpu.gate"}  # the gate's child side (`ChildGat
 # runner wing -> the wings it may not import: the child stands alone, the sandbox and GPU scheduling serve the
 # service and bulk
 WING_BARRIERS = {
-    "runner.child": ("runner.sandbox", "runner.gpu", "runner.service", "runner.bulk"),
+    "runner.child": ("runner.sandbox", "runner.gpu", "runner.service", "runner.bulk", "runner.triage"),
     "runner.sandbox": ("runner.service", "runner.bulk"),
     "runner.gpu": ("runner.service", "runner.bulk"),
     "runner.service": ("runner.bulk",),
-    "runner.bulk": ("runner.service",),
+    "runner.bulk": ("runner.service", "runner.triage"),
+    "runner.triage": ("runner.service",),
 }
 
 

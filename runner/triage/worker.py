@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import select
 import signal
 import sys
@@ -46,7 +47,10 @@ def _child(path: str, result_w: int, identity: tuple[int, int] | None) -> None:
             os.setuid(identity[0])
         from runner.triage.program import triage
 
-        data = json.dumps(triage(path)).encode()
+        result = triage(path)
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)  # ptxas runs as a child process
+        result["cpu_s"] = round(time.process_time() + children.ru_utime + children.ru_stime, 4)
+        data = json.dumps(result).encode()
     except BaseException as exc:  # noqa: BLE001 - anything here is the harness's failure, said as such
         data = json.dumps({"triage_status": "not_triaged", "error_type": None,
                            "reason": f"triage harness failed: {type(exc).__name__}: {exc}"[:600]}).encode()
