@@ -178,7 +178,7 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
         "common.a imports pyarrow (common: stdlib only)",
         "queries.q imports runner.r (queries never imports runner)",
         "runner.child.c imports runner.sandbox.run (runner.child may not import runner.sandbox, runner.gpu, "
-        "runner.service, runner.bulk)",
+        "runner.service, runner.bulk, runner.triage)",
         "runner.r imports queries.q (runner imports queries only in runner.rows)",
     ]
 
