@@ -91,15 +91,21 @@ def read_jsonl(files: list[Path]) -> Iterator[LoggedResult]:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        for number, raw in enumerate(text.splitlines(), start=1):
-            if not raw.strip():
-                continue
-            try:
-                item = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(item, dict):
-                yield LoggedResult(path.name, number, item)
+        yield from parse_lines(path.name, text.splitlines(), 1)
+
+
+def parse_lines(file: str, lines: list[str], first_line: int) -> Iterator[LoggedResult]:
+    """The JSON objects among `lines` of `file` (numbered from `first_line`); blank, torn or non-object lines
+    skipped."""
+    for number, raw in enumerate(lines, start=first_line):
+        if not raw.strip():
+            continue
+        try:
+            item = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            yield LoggedResult(file, number, item)
 
 
 def results_signature(*roots: Path | None) -> tuple:

@@ -15,10 +15,11 @@ on meta tensors and compiled every Triton launch for `target` without running it
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from common.outcomes import ErrorType, TriageStatus
-from common.results_log import LoggedResult, files_signature, read_jsonl
+from common.results_log import LoggedResult, files_signature, parse_lines, read_jsonl
 
 TRIAGE_FOLDER = "triage"
 MESSAGE_CHARS = 2000  # a message longer than this (a producer that did not bound it) is cut, and says so
@@ -43,6 +44,40 @@ def triage_files(*roots: Path | None) -> list[Path]:
 def read_triage(*roots: Path | None) -> Iterator[LoggedResult]:
     """Every triage result of the roots with where it was read (torn or non-object lines skipped)."""
     return read_jsonl(triage_files(*roots))
+
+
+@dataclass(frozen=True)
+class TriageTail:
+    """What `read_triage_tail` read: the results, and where the next read of the file starts."""
+
+    results: list[LoggedResult]
+    offset: int
+    next_line: int
+
+
+def read_triage_tail(path: Path, offset: int = 0, first_line: int = 1) -> TriageTail:
+    """The triage results of `path` from byte `offset` on (lines numbered from `first_line`), so that a reader
+    that keeps up with a growing file parses each line once: every line that ends with a newline, and an
+    unterminated last line that parses (a file written by hand); a torn last line (a writer mid-write) is left
+    for the next read. Same lines, numbers and skipping as `read_triage` of the whole file."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            data = fh.read()
+    except OSError:
+        return TriageTail([], offset, first_line)
+    end = data.rfind(b"\n") + 1
+    lines = data[:end].decode("utf-8", errors="replace").splitlines()
+    results = list(parse_lines(path.name, lines, first_line))
+    offset, first_line = offset + end, first_line + len(lines)
+    rest = data[end:]
+    if rest.strip():
+        last = list(parse_lines(path.name, [rest.decode("utf-8", errors="replace")], first_line))
+        if last:
+            results += last
+            offset, first_line = offset + len(rest), first_line + 1
+    return TriageTail(results, offset, first_line)
 
 
 def triage_signature(*roots: Path | None) -> tuple:

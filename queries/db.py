@@ -26,7 +26,7 @@ from queries.memo import Memo
 from queries.results import load_run_results
 from queries.sql_files import sql_text
 from queries.store import INDEX_SCHEMA, OPTIONAL_COLUMNS, Store, StoreError
-from queries.triage import load_triage
+from queries.triage import TriageReader
 
 MEMO_BYTES = 64 * 1024 * 1024
 
@@ -72,6 +72,7 @@ class Database:
         self._runs_signature: tuple | None = None
         self._flagged_signature: tuple | None = None
         self._triage_signature: tuple | None = None
+        self._triage_reader = TriageReader(self.store.path, self.runs_dir)
         self.refresh_runs()
         self.refresh_triage()
         self.con.execute("SET lock_configuration = true")
@@ -114,20 +115,26 @@ class Database:
             self._memo.clear()
 
     def refresh_triage(self) -> None:
-        """Reload the `triage` table (and the rows' triage columns) when the triage files changed since the last
-        load."""
+        """When the triage files changed since the last load: read the lines added since (every line when a file
+        was removed, replaced or cut short: `queries.triage.TriageReader`) and rebuild the `triage` table and the
+        rows' triage columns."""
         signature = triage_signature(self.store.path, self.runs_dir)
         if signature == self._triage_signature:
             return
         with self._lock:
             if signature == self._triage_signature:
                 return
-            table = load_triage(self.store.path, self.runs_dir)
+            table, full = self._triage_reader.read()  # only the lines added since the last load, unless `full`
             cursor = self.con.cursor()
             try:
-                cursor.register("triage_arrow", table)
+                cursor.register("triage_new", table)
+                if full:
+                    cursor.execute(sql_text("setup_triage_lines"))
                 cursor.execute(sql_text("setup_triage"))
-                cursor.unregister("triage_arrow")
+                cursor.unregister("triage_new")
+            except BaseException:
+                self._triage_reader = TriageReader(self.store.path, self.runs_dir)  # read everything next time
+                raise
             finally:
                 cursor.close()
             self._triage_signature = signature

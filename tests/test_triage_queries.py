@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import shutil
 
 import pytest
@@ -159,3 +160,47 @@ def test_ingest_copies_published_triage_into_the_store(tmp_path):
     assert (store / "triage" / "triage-cpu.jsonl").read_bytes() == published.read_bytes()
     assert Store(store).meta["shipped_triage"] == [str(published)]
     assert api.row(store, "train/000004").latest_triage["error_type"] == "compile_error"
+
+
+def test_a_growing_file_is_read_once_a_line_and_a_replaced_one_in_full(tmp_path):
+    """A triage run appends while the explorer is open: each refresh parses only the new lines (a torn last line
+    waits for its end), and what it reads equals a read of the whole file; a file replaced or cut short is read
+    again from the start."""
+    from common.triage_log import read_triage_tail
+    from queries.triage import TriageReader
+
+    path = write_triage(tmp_path, [triage("train/000001", "passed"), triage("train/000002", "passed")])
+    reader = TriageReader(tmp_path)
+    first, full = reader.read()
+    assert full and first["row_id"].to_pylist() == ["train/000001", "train/000002"]
+    line = json.dumps(triage("train/000003", "failed", "compile_error"))
+    with open(path, "a") as fh:
+        fh.write(line[:20])  # a writer mid-line
+    assert reader.read()[0].num_rows == 0
+    with open(path, "a") as fh:
+        fh.write(line[20:] + "\n")
+    added, full = reader.read()
+    assert not full and added["row_id"].to_pylist() == ["train/000003"] and added["line"].to_pylist() == [3]
+    assert [(r.file, r.line) for r in read_triage(tmp_path)] == [(path.name, 1), (path.name, 2), (path.name, 3)]
+    by_hand = write_triage(tmp_path, [triage("test/000001", "passed")], name="hand.jsonl")
+    by_hand.write_text(by_hand.read_text().rstrip("\n"))  # no final newline: still a line
+    assert read_triage_tail(by_hand).results[0].result["row_id"] == "test/000001"
+    added, full = reader.read()
+    assert not full and added["row_id"].to_pylist() == ["test/000001"]
+    write_triage(tmp_path, [triage("train/000009", "passed")])  # the first file replaced
+    again, full = reader.read()
+    assert full and sorted(again["row_id"].to_pylist()) == ["test/000001", "train/000009"]
+
+
+def test_a_connection_sees_appended_and_replaced_triage(triaged):
+    store, runs_dir = triaged
+    db = connect(store, runs_dir)
+    path = runs_dir / "triage" / "triage-worker-1.jsonl"
+    with open(path, "a") as fh:
+        fh.write(json.dumps(triage("train/000009", "failed", "init_error", triaged_at="2025-05-01T00:00:00Z")) + "\n")
+    ids = connect(store, runs_dir).execute("filtered_ids", Filters(triage_error="init_error").params())
+    assert ids["id"].to_pylist() == ["train/000009"]
+    path.write_text(json.dumps(triage("train/000004", "passed", triaged_at="2025-05-01T00:00:00Z")) + "\n")
+    db = connect(store, runs_dir)
+    assert db.execute("filtered_ids", Filters(triage_error="init_error").params()).num_rows == 0
+    assert db.execute("filtered_ids", Filters(triage_status="passed").params())["id"].to_pylist() == ["train/000004"]
