@@ -38,7 +38,7 @@ SELECT 'train/' || lpad(i::VARCHAR, 6, '0') AS id, 'train' AS split, NULL::VARCH
        i % 20 >= 7 AS ok, CASE WHEN i % 100 = 0 THEN 'syntax_error' ELSE 'ok_static' END AS static_error,
        []::VARCHAR[] AS static_flags, md5(i::VARCHAR) AS program_sha256,
        NULL::VARCHAR AS measured_status, NULL::VARCHAR AS measured_error, NULL::VARCHAR[] AS run_flags,
-       NULL::VARCHAR AS triage_status, NULL::VARCHAR AS triage_error
+       NULL::VARCHAR AS triage_status, NULL::VARCHAR AS triage_error, NULL::VARCHAR AS triage_basis
 FROM range($rows) t(i);
 """
 RUNS = """

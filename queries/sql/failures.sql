@@ -18,10 +18,9 @@ causes AS (
     SELECT s.problem_key, s.source,
            cause_error(s.source, s.static_error, s.measured_status, s.measured_error, s.triage_status,
                        s.triage_error) AS error_type,
-           cause_basis(s.source, r.gpu, r.device, t.torch, t.target) AS basis
+           cause_basis(s.source, r.gpu, r.device, s.triage_basis) AS basis
     FROM sourced s
     LEFT JOIN runs_latest r ON s.source = 'measured' AND r.row_id = s.id
-    LEFT JOIN triage_latest t ON s.source = 'triaged' AND t.row_id = s.id
 )
 SELECT source, basis, error_type, count(*) AS rows, count(DISTINCT problem_key) AS problems,
        count(*) / sum(count(*)) OVER () AS share

@@ -20,13 +20,16 @@ CREATE MACRO cause_error(source, static_error, measured_status, measured_error, 
         ELSE static_error
     END;
 
--- What the cause rests on, in words: "measured on NVIDIA H100 80GB HBM3", "triaged on CPU (torch 2.13.0, sm_90)"
--- (a triage is never called measured, nor said to have failed on a GPU), "static".
-CREATE MACRO cause_basis(source, gpu, device, torch, target) AS
+-- What a cause rests on, in words: "measured on NVIDIA H100 80GB HBM3", "triaged on CPU (torch 2.13.0, sm_90)"
+-- (a triage is never called measured, nor said to have failed on a GPU), "static". `triage_basis` is kept on each
+-- triaged row (`programs.triage_basis`, setup_triage.sql), so counting causes needs no join with the triage.
+CREATE MACRO triage_basis(torch, target) AS
+    'triaged on CPU (torch ' || coalesce(torch, 'unknown') || ', ' || coalesce(target, 'unknown target') || ')';
+
+CREATE MACRO cause_basis(source, gpu, device, triaged_basis) AS
     CASE source
         WHEN 'measured' THEN 'measured on ' || CASE WHEN device = 'cuda' THEN coalesce(gpu, 'a GPU')
                                                     ELSE 'CPU (Triton interpreter)' END
-        WHEN 'triaged' THEN 'triaged on CPU (torch ' || coalesce(torch, 'unknown') || ', '
-                            || coalesce(target, 'unknown target') || ')'
+        WHEN 'triaged' THEN triaged_basis
         ELSE 'static'
     END;
