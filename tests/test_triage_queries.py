@@ -145,6 +145,13 @@ def test_bulk_reruns_only_the_failed_rows_that_triage_passed(triaged):
     assert by_type == ["train/000000", "train/000004"]
     with pytest.raises(SystemExit):
         parser.parse_args(["--triage-status", "maybe"])
+    by_source = select_rows(store, parser.parse_args(["--error-source", "triaged", "--error-type", "import_error"]),
+                            runs_dir)
+    assert [r[0] for r in by_source] == ["train/000006"]  # its triage's type, not its run's (compile_error)
+    from queries.filters import ERROR_SOURCES
+    from runner.bulk.command import ERROR_SOURCES as BULK_SOURCES
+
+    assert BULK_SOURCES == ERROR_SOURCES  # bulk parses without the queries packages: the same choices
 
 
 def test_ingest_copies_published_triage_into_the_store(tmp_path):
