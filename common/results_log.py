@@ -81,26 +81,44 @@ def results_files(*roots: Path | None) -> list[Path]:
 def read_log(*roots: Path | None) -> Iterator[LoggedResult]:
     """Every result of the roots' logs with where it was read, skipping lines that are not JSON objects (a torn
     last line of a writer, or damage)."""
-    for path in results_files(*roots):
+    return read_jsonl(results_files(*roots))
+
+
+def read_jsonl(files: list[Path]) -> Iterator[LoggedResult]:
+    """Every JSON object of these JSON-lines files with where it was read; lines that are not JSON objects (a torn
+    last line of a writer, or damage) and unreadable files are skipped. The one reader of the project's logs
+    (run results here, CPU triage results in `common.triage_log`)."""
+    for path in files:
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        for number, raw in enumerate(text.splitlines(), start=1):
-            if not raw.strip():
-                continue
-            try:
-                item = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(item, dict):
-                yield LoggedResult(path.name, number, item)
+        yield from parse_lines(path.name, text.splitlines(), 1)
+
+
+def parse_lines(file: str, lines: list[str], first_line: int) -> Iterator[LoggedResult]:
+    """The JSON objects among `lines` of `file` (numbered from `first_line`); blank, torn or non-object lines
+    skipped."""
+    for number, raw in enumerate(lines, start=first_line):
+        if not raw.strip():
+            continue
+        try:
+            item = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            yield LoggedResult(file, number, item)
 
 
 def results_signature(*roots: Path | None) -> tuple:
     """Cheap fingerprint (path, size, mtime) of the result files, to notice new results."""
+    return files_signature(results_files(*roots))
+
+
+def files_signature(files: list[Path]) -> tuple:
+    """Cheap fingerprint (path, size, mtime) of these files, to notice new lines."""
     signature = []
-    for path in results_files(*roots):
+    for path in files:
         try:
             stat = path.stat()
         except OSError:

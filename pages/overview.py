@@ -67,8 +67,8 @@ flags.flag_counts_table(api.flag_counts(info.path, f))
 errors = api.failures(info.path, f).to_pylist()
 if errors:
     charts.show(charts.count_bars([error_name(e["error_type"]) for e in errors], [e["rows"] for e in errors],
-                                  "Failed rows by cause (latest re-run, else static finding)",
-                                  [e["source"] for e in errors]), key="overview_errors")
+                                  "Failed rows by cause (latest GPU run, else CPU triage, else static finding)",
+                                  [e["basis"] for e in errors]), key="overview_errors")
     st.page_link(links.page_file("failures"), label="Explore failures", icon=":material/arrow_forward:",
                  query_params={k: v for k, v in (("split", split), ("flag", flag)) if v} or None)
 links.copy_link("overview", split=split, flag=flag)

@@ -83,7 +83,7 @@ with right:
         st.caption("No failures recorded for this problem.")
     else:
         charts.show(charts.count_bars(failures["error_type"].map(error_name), failures["rows"],
-                                      "Failed rows by cause", failures["source"]),
+                                      "Failed rows by cause", failures["basis"]),
                     key="problem_errors")
 
 st.subheader("Flags")

@@ -1,5 +1,6 @@
-"""Kernel/row page: one program's latest verdict with the Re-run controls on top, its run history, metadata, the
-reference vs candidate diff, kernels, the full text and its neighbours in the problem's ranking."""
+"""Kernel/row page: one program's latest verdict with the Re-run controls on top, its run history, its latest CPU
+triage, metadata, the reference vs candidate diff, kernels, the full text and its neighbours in the problem's
+ranking."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import streamlit as st
 
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
-from ui import code, context, flags, links, rerun, verdict, widgets
+from ui import code, context, flags, links, rerun, triage, verdict, widgets
 from ui.labels import error_name, flags_text
 from ui.text import md, md_code
 
@@ -66,6 +67,9 @@ else:
 if not history.empty:
     with st.expander(f"Run history ({len(history)})", expanded=len(history) > 1):
         verdict.show_history(history)
+
+st.subheader("CPU triage")
+triage.show_triage(detail.latest_triage)
 
 with st.expander("All metadata"):
     st.json({k: (v if not hasattr(v, "tolist") else v.tolist()) for k, v in meta.items()}, expanded=True)

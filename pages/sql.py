@@ -18,8 +18,9 @@ MAX_ROWS = 1000
 
 store = context.store_path()
 st.title("SQL console")
-st.caption("Read-only DuckDB over the tables `programs` (the index: one row per program, no code) and `runs` "
-           f"(re-run results). Each statement runs in its own process, capped at {MAX_ROWS:,} rows, "
+st.caption("Read-only DuckDB over the tables `programs` (the index: one row per program, no code), `runs` "
+           "(re-run results) and `triage` (CPU triage results). Each statement runs in its own process, "
+           f"capped at {MAX_ROWS:,} rows, "
            f"{TIME_LIMIT_S:g} s and about 2 GiB of memory.")
 
 default = "SELECT split, count(*) AS rows, avg(ok::int) AS ok_rate FROM programs GROUP BY split ORDER BY split"

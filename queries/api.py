@@ -121,8 +121,10 @@ def flag_counts(store: Path | str, f: Filters = NO_FILTERS) -> pa.Table:
 
 
 def failures(store: Path | str, f: Filters = NO_FILTERS) -> pa.Table:
-    """Failed rows by cause, each row once: source ('measured' where re-run, else 'static'), error_type, rows,
-    problems, share of all failed rows (see `sql/failures.sql`)."""
+    """Failed rows by their most trusted cause, each row once: source ('measured' where re-run, else 'triaged'
+    where a CPU triage passed or failed, else 'static'), basis (what the count rests on: "measured on <GPU>",
+    "triaged on CPU (torch X, sm_90)", "static"), error_type, rows, problems, share of all failed rows (see
+    `sql/failures.sql`, `sql/setup_causes.sql`)."""
     return connect(store).execute("failures", f.params(), memo=True)
 
 

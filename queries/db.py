@@ -1,10 +1,11 @@
 """The DuckDB connection factory and the one `execute(sql_name, params)` path, with a time limit.
 
-`connect(store)` loads the store's `index.parquet` and the run results into in-memory tables, then locks the
+`connect(store)` loads the store's `index.parquet`, the run results and the CPU triage results into in-memory
+tables, then locks the
 connection down: no file or network access, no Python-variable scans, configuration locked. Small answers can be
-memoized per connection (`execute(..., memo=True)`), dropped whenever the run results change.
+memoized per connection (`execute(..., memo=True)`), dropped whenever the run or triage results change.
 One connection is kept per (store path, `meta.json` mtime, runs dir), so a rebuilt store is noticed; new result
-files are noticed on the next `connect()` and reload only the `runs` table. Queries run on their own cursor and
+files are noticed on the next `connect()` and reload only the `runs` table (new triage files: the `triage` table). Queries run on their own cursor and
 are interrupted from a timer thread past their limit. Program text never enters DuckDB.
 """
 
@@ -19,11 +20,13 @@ import pyarrow as pa
 from common.errors import TlxError
 from common.results_log import results_signature
 from common.settings import Settings, load_settings
+from common.triage_log import triage_signature
 from queries.checks_table import checks_table
 from queries.memo import Memo
 from queries.results import load_run_results
 from queries.sql_files import sql_text
 from queries.store import INDEX_SCHEMA, OPTIONAL_COLUMNS, Store, StoreError
+from queries.triage import TriageReader
 
 MEMO_BYTES = 64 * 1024 * 1024
 
@@ -33,7 +36,7 @@ class QueryTimeout(TlxError, RuntimeError):
 
 
 class Database:
-    """One locked-down in-memory DuckDB over one store (+ run results)."""
+    """One locked-down in-memory DuckDB over one store (+ run results and CPU triage results)."""
 
     def __init__(self, store: Store, runs_dir: Path | None, settings: Settings):
         self.store = store
@@ -64,10 +67,14 @@ class Database:
         self.con.unregister("checks_arrow")
         self.con.execute(sql_text("setup_row_flags"))
         self.con.execute(sql_text("setup_filtered"))
+        self.con.execute(sql_text("setup_causes"))
         self.con.execute(sql_text("setup_problems"))
         self._runs_signature: tuple | None = None
         self._flagged_signature: tuple | None = None
+        self._triage_signature: tuple | None = None
+        self._triage_reader = TriageReader(self.store.path, self.runs_dir)
         self.refresh_runs()
+        self.refresh_triage()
         self.con.execute("SET lock_configuration = true")
 
     def _load_index(self) -> None:
@@ -105,6 +112,32 @@ class Database:
             finally:
                 cursor.close()
             self._runs_signature = signature
+            self._memo.clear()
+
+    def refresh_triage(self) -> None:
+        """When the triage files changed since the last load: read the lines added since (every line when a file
+        was removed, replaced or cut short: `queries.triage.TriageReader`) and rebuild the `triage` table and the
+        rows' triage columns."""
+        signature = triage_signature(self.store.path, self.runs_dir)
+        if signature == self._triage_signature:
+            return
+        with self._lock:
+            if signature == self._triage_signature:
+                return
+            table, full = self._triage_reader.read()  # only the lines added since the last load, unless `full`
+            cursor = self.con.cursor()
+            try:
+                cursor.register("triage_new", table)
+                if full:
+                    cursor.execute(sql_text("setup_triage_lines"))
+                cursor.execute(sql_text("setup_triage"))
+                cursor.unregister("triage_new")
+            except BaseException:
+                self._triage_reader = TriageReader(self.store.path, self.runs_dir)  # read everything next time
+                raise
+            finally:
+                cursor.close()
+            self._triage_signature = signature
             self._memo.clear()
 
     def run(self, sql: str, params: dict | None = None, timeout_s: float | None = None,
@@ -175,6 +208,7 @@ def connect(store: Path | str, runs_dir: Path | str | None = None, settings: Set
             db = Database(Store(path), runs, settings)
             _CACHE[key] = db
     db.refresh_runs()
+    db.refresh_triage()
     return db
 
 

@@ -17,7 +17,8 @@ class RowDetail:
     """`meta`: the index row; `program`: the full text; `parsed`: reference/candidate/kernels; `prev_id` /
     `next_id`: neighbours in the problem's ranking (y ascending, failures last, ties by id), `position` of
     `problem_rows` in it; `runs`: this row's run results, newest first; `latest_run`: its latest verdict
-    (`runs_latest`, the definition every page shares), None when never run. When the store cannot give the program
+    (`runs_latest`, the definition every page shares), None when never run; `latest_triage`: its latest CPU triage
+    (`triage_latest`, with `basis`: "triaged on CPU (torch X, sm_90)"), None when never triaged. When the store cannot give the program
     (a missing or damaged code part), `program` is empty and `program_error` says why; the rest still shows."""
 
     meta: dict
@@ -29,6 +30,7 @@ class RowDetail:
     problem_rows: int
     runs: pa.Table
     latest_run: dict | None = None
+    latest_triage: dict | None = None
     program_error: str | None = None
 
 
@@ -41,6 +43,7 @@ def row(store: Path | str, row_id: str) -> RowDetail | None:
         return None
     place = db.execute("row_neighbours", params).to_pylist()[0]
     latest = db.execute("row_latest_run", params).to_pylist()
+    triaged = db.execute("row_latest_triage", params).to_pylist()
     program, program_error = "", None
     try:
         program = db.store.program(str(row_id))
@@ -56,5 +59,6 @@ def row(store: Path | str, row_id: str) -> RowDetail | None:
         problem_rows=place["problem_rows"],
         runs=db.execute("row_runs", params),
         latest_run=latest[0] if latest else None,
+        latest_triage=triaged[0] if triaged else None,
         program_error=program_error,
     )

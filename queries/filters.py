@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from common.triage_log import TRIAGE_ERROR_TYPES, TRIAGE_FILTER_STATUSES
+
 STATUSES = ("ok", "failed")
-ERROR_SOURCES = ("static", "measured")
+ERROR_SOURCES = ("static", "triaged", "measured")  # in the order they are trusted, least first (design §3)
 
 
 @dataclass(frozen=True)
@@ -13,9 +15,10 @@ class Filters:
     """Which rows a question looks at; `None` means "any".
 
     `status` is about the label (`ok`: `y` present, `failed`: `y` null). `error_type` matches the static error of
-    the index, the latest measured error of a run result, or either when `error_source` is None;
-    `error_source` alone keeps rows with a static error other than `ok_static` (`static`) or with a run result
-    (`measured`). `level`: the KernelBench level (1-3) of the row's problem id. `flag`: rows carrying this flag
+    the index, the error type of the latest CPU triage, the latest measured error of a run result, or any of them
+    when `error_source` is None; `error_source` alone keeps rows with a static error other than `ok_static`
+    (`static`), with a triage result (`triaged`) or with a run result (`measured`). `triage_status`: the row's
+    latest CPU triage (`passed`, `failed`, `not_triaged`; `untriaged`: none), `triage_error`: its error type. `level`: the KernelBench level (1-3) of the row's problem id. `flag`: rows carrying this flag
     (an entry name of common/checks.py), a static flag or one of the latest run's.
     """
 
@@ -27,6 +30,8 @@ class Filters:
     error_source: str | None = None
     level: int | None = None
     flag: str | None = None
+    triage_status: str | None = None
+    triage_error: str | None = None
 
     def __post_init__(self) -> None:
         if self.level is not None and (isinstance(self.level, bool) or not isinstance(self.level, int)):
@@ -37,6 +42,12 @@ class Filters:
             raise ValueError(
                 f"Filters.error_source must be one of {ERROR_SOURCES} or None, not {self.error_source!r}"
             )
+        if self.triage_status is not None and self.triage_status not in TRIAGE_FILTER_STATUSES:
+            raise ValueError(
+                f"Filters.triage_status must be one of {TRIAGE_FILTER_STATUSES} or None, not {self.triage_status!r}"
+            )
+        if self.triage_error is not None and self.triage_error not in TRIAGE_ERROR_TYPES:
+            raise ValueError(f"Filters.triage_error must be one of {TRIAGE_ERROR_TYPES} or None, not {self.triage_error!r}")
         for name in ("split", "holdout_group", "problem_key", "error_type", "flag"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
@@ -53,6 +64,8 @@ class Filters:
             "f_source": self.error_source,
             "f_level": self.level,
             "f_flag": self.flag,
+            "f_triage": self.triage_status,
+            "f_triage_error": self.triage_error,
         }
 
     @property

@@ -12,9 +12,9 @@ import pyarrow as pa
 
 from common.results_log import RUN_COLUMNS, flat_results
 
-_TYPES = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(),
+ARROW_TYPES = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_(),
           "list<string>": pa.list_(pa.string())}
-RUNS_SCHEMA = pa.schema([(name, _TYPES[kind]) for name, kind in RUN_COLUMNS])
+RUNS_SCHEMA = pa.schema([(name, ARROW_TYPES[kind]) for name, kind in RUN_COLUMNS])
 
 
 def load_run_results(*roots: Path | None) -> pa.Table:

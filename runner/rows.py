@@ -73,7 +73,8 @@ def open_store(store: Path | None):
 def filtered_rows(store: Path, runs_dir: Path, *, problem: str | None = None, **filters: str | None,
                   ) -> list[tuple[str, int, int]]:
     """(row id, code shard, code row group) of the rows `queries.api.selected_rows` picks with these
-    `queries.filters.Filters` fields (split, holdout_group, status, error_type, error_source), in id order."""
+    `queries.filters.Filters` fields (split, holdout_group, status, error_type, error_source, triage_status,
+    triage_error), in id order."""
     with _store_packages():
         from queries import api
         from queries.filters import Filters

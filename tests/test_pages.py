@@ -272,11 +272,11 @@ def test_failures_count_each_row_once_and_name_no_static_finding(env, ui_store, 
     counts = at.dataframe[0].value
     assert "no static finding" in set(counts["cause"]) and "ok_static" not in set(counts["cause"])
     assert counts["rows"].sum() == 9  # the 9 rows of ui_store without a label, each once
-    assert ("measured", "compile_error") in set(zip(counts["source"], counts["cause"], strict=True))
+    assert ("measured on H200", "compile_error") in set(zip(counts["basis"], counts["cause"], strict=True))
     assert "python -m runner bulk --store" in at.code[0].value and "--status failed" in at.code[0].value
     at.selectbox(key="fail_source").set_value("measured").run()
     no_exception(at)
-    assert set(at.dataframe[0].value["source"]) == {"measured"}
+    assert set(at.dataframe[0].value["basis"]) == {"measured on H200"}
     assert at.dataframe[0].value["rows"].sum() == 1
 
 

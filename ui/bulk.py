@@ -34,7 +34,8 @@ def bulk_command(store: Path, f: Filters, is_sample: bool, status: str | None = 
     if not is_sample:
         parts += ["--store", str(store)]
     options = (("--split", f.split), ("--holdout", f.holdout_group), ("--problem", f.problem_key),
-               ("--status", f.status or status), ("--error-type", f.error_type), ("--error-source", f.error_source))
+               ("--status", f.status or status), ("--error-type", f.error_type), ("--error-source", f.error_source),
+               ("--triage-status", f.triage_status), ("--triage-error", f.triage_error))
     for flag, value in options:
         if value:
             parts += [flag, value]
@@ -46,8 +47,8 @@ def bulk_panel(ids: list[str], f: Filters, info, cfg, *, key: str) -> None:
     if not ids:
         return
     st.info(f"{plural(len(ids), 'failed row')} here {'has' if len(ids) == 1 else 'have'} no run result, so "
-            "only static findings explain them. Re-run them to get measured causes (compile error, wrong output, "
-            "…):")
+            "only a CPU triage (where one was run) or static findings explain them. Re-run them on a GPU to get "
+            "measured causes (compile error, wrong output, …):")
     st.caption(f"From the checkout, {md_code(CHECKOUT)}:")
     st.code(bulk_command(info.path, f, info.is_sample), language="bash")
     if f.level is not None or f.flag is not None:  # not options of `runner bulk` (yet)

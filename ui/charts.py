@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 import streamlit as st
 
-_SOURCE_COLOURS = {"static": "#4C78A8", "measured": "#F58518"}
+_SOURCE_COLOURS = {"static": "#4C78A8", "triaged": "#54A24B", "measured": "#F58518"}  # by a basis's first word
 
 _HEIGHT = 320
 
@@ -146,16 +146,17 @@ def rate_bars(labels, rates, counts, title: str) -> go.Figure:
 
 
 def count_bars(labels, counts, title: str, color=None) -> go.Figure:
-    """Horizontal bars of counts, largest on top; `color` optionally groups them (e.g. static/measured)."""
+    """Horizontal bars of counts, largest on top; `color` optionally groups them by what each count rests on
+    ("static", "triaged on CPU (torch X, sm_90)", "measured on <GPU>": coloured by the first word)."""
     labels, counts = [plain(x) for x in labels], list(counts)
-    groups = [str(c) for c in color] if color is not None else [""] * len(labels)
+    groups = [plain(c) for c in color] if color is not None else [""] * len(labels)
     fig = go.Figure()
     for group in dict.fromkeys(groups):
         mine = [i for i, g in enumerate(groups) if g == group]
         fig.add_bar(x=[counts[i] for i in mine], y=[labels[i] for i in mine], orientation="h", name=group or None,
-                    marker_color=_SOURCE_COLOURS.get(group, "#4C78A8"), showlegend=color is not None,
+                    marker_color=_SOURCE_COLOURS.get(group.split(" ")[0], "#4C78A8"), showlegend=color is not None,
                     hovertemplate="%{y}: %{x:,} rows<extra>" + (group or "") + "</extra>")
-    fig.update_layout(barmode="stack", legend_title_text="source" if color is not None else None)
+    fig.update_layout(barmode="stack", legend_title_text="rests on" if color is not None else None)
     fig.update_yaxes(categoryorder="total ascending", title=None)
     fig.update_xaxes(title="rows")
     fig.update_layout(title=title)

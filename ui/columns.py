@@ -62,6 +62,11 @@ def standard(label_unit: str) -> dict:
         "gpu": st.column_config.TextColumn("GPU"),
         "measured_error": st.column_config.TextColumn("measured error"),
         "measured_message": st.column_config.TextColumn("measured message", width="large"),
+        "cause": st.column_config.TextColumn("cause", help="the most trusted cause: the latest GPU run, else the "
+                                             "latest CPU triage, else the static finding"),
+        "basis": st.column_config.TextColumn("rests on"),
+        "triage_error": st.column_config.TextColumn("triage error (CPU)"),
+        "triage_message": st.column_config.TextColumn("triage message (CPU)", width="large"),
         "finished_at": st.column_config.TextColumn("finished (UTC)"),
     }
     return configs

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from common import checks
 
-MEASURED_NAMES = {"ok": "passed on re-run"}
+# Cause codes that are verdicts, not error types: a re-run that passed; a CPU triage that passed (design §3).
+MEASURED_NAMES = {"ok": "passed on re-run", "passed": "passed CPU triage (the rest needs a GPU)",
+                  "not_triaged": "not triaged"}
 
 
 def error_name(error_type: str | None) -> str:

@@ -107,7 +107,7 @@ def linked_table(
         st.info("No rows match.")
         return
     df = columns.front(df.copy())
-    for name in ("static_error", "measured_error", "error_type"):
+    for name in ("static_error", "measured_error", "error_type", "triage_error", "cause"):
         if name in df.columns:
             df[name] = df[name].map(lambda v: error_name(v) if isinstance(v, str) else v)
     df.insert(0, "open", [links.href(target, **{param: v}) for v in df[id_column]])

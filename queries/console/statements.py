@@ -1,5 +1,5 @@
-"""Read-only SQL console over the index (`programs`), per-problem stats (`problem_stats`) and run results
-(`runs`, `runs_latest`). Program text is not reachable from here: use the code search.
+"""Read-only SQL console over the index (`programs`), per-problem stats (`problem_stats`), run results
+(`runs`, `runs_latest`) and CPU triage results (`triage`, `triage_latest`). Program text is not reachable from here: use the code search.
 
 A statement runs only if it is one SELECT / WITH / FROM / DESCRIBE / SHOW / SUMMARIZE, or EXPLAIN [ANALYZE] of
 one; it is refused, with a `ConsoleError` naming the reason, when it is anything else (writes, ATTACH, COPY,

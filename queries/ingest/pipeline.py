@@ -23,6 +23,7 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+from common.triage_log import TRIAGE_FOLDER
 from queries.ingest.build import IngestError, Options, build
 from queries.ingest.program_checks import check_syntax
 from queries.ingest.progress import say
@@ -100,6 +101,7 @@ def ingest(
         if not allow_shrink:
             _refuse_shrinking(summary, store)
         summary["shipped_runs"] = _copy_shipped_runs(checked, tmp)
+        summary["shipped_triage"] = _copy_shipped(checked, tmp, "triage-*.jsonl", TRIAGE_FOLDER)
         write_meta(tmp, summary)
         _swap(tmp, store)
     except BaseException:
@@ -169,12 +171,18 @@ def _reasons(summary: dict) -> str:
 def _copy_shipped_runs(checked, tmp: Path) -> list[str]:
     """Run results published beside the source files (`runs-*.jsonl`, e.g. the sample's measured H200 runs) travel
     with the store into `STORE/results/`, where the queries layer reads them next to the runner's own."""
+    return _copy_shipped(checked, tmp, "runs-*.jsonl", "results")
+
+
+def _copy_shipped(checked, tmp: Path, pattern: str, folder_name: str) -> list[str]:
+    """Files matching `pattern` beside the source files, copied into `STORE/<folder_name>/`: run results, and CPU
+    triage results (`triage-*.jsonl` into `STORE/triage/`, read beside `RUNS_DIR/triage/`: common/triage_log.py)."""
     folders = dict.fromkeys(source.path.parent for source, _ in checked)
-    shipped = sorted(p for folder in folders for p in folder.glob("runs-*.jsonl") if p.is_file())
+    shipped = sorted(p for folder in folders for p in folder.glob(pattern) if p.is_file())
     if shipped:
-        (tmp / "results").mkdir()
+        (tmp / folder_name).mkdir()
     for path in shipped:
-        shutil.copy2(path, tmp / "results" / path.name)
+        shutil.copy2(path, tmp / folder_name / path.name)
     return [str(p) for p in shipped]
 
 

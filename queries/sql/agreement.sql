@@ -14,7 +14,7 @@ crossed AS (
     JOIN filtered(
         $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
         $f_source::VARCHAR,
-    $f_level::INTEGER, $f_flag::VARCHAR) p ON p.id = l.row_id
+    $f_level::INTEGER, $f_flag::VARCHAR, $f_triage::VARCHAR, $f_triage_error::VARCHAR) p ON p.id = l.row_id
     WHERE $profile::VARCHAR IS NULL OR l.profile = $profile::VARCHAR
 )
 SELECT

@@ -1,25 +1,29 @@
 -- Failed rows by cause, each row counted once: a row fails when its label is empty or its latest re-run failed.
--- Its cause is the latest measured verdict where the row was re-run (source 'measured'; 'ok' = the re-run passed
--- although the label is empty), else the static finding of ingest (source 'static'; 'ok_static' = nothing found).
--- With the error-source filter 'static' every row is counted by its static finding.
+-- Its cause is the most trusted one it has (setup_causes.sql): the latest measured verdict where the row was
+-- re-run ('ok' = the re-run passed although the label is empty), else its latest CPU triage where that passed or
+-- failed ('passed' = compiles and shapes match, the rest needs a GPU), else the static finding of ingest
+-- ('ok_static' = nothing found). `basis` says what each count rests on (the GPU, the triage's torch and target).
+-- With an error-source filter every row is counted by that source.
 WITH rows AS (
     SELECT * FROM filtered(
         $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
     $f_source::VARCHAR,
-    $f_level::INTEGER, $f_flag::VARCHAR)
+    $f_level::INTEGER, $f_flag::VARCHAR, $f_triage::VARCHAR, $f_triage_error::VARCHAR)
     WHERE NOT ok OR measured_status = 'failed'
 ),
+sourced AS (
+    SELECT *, cause_source($f_source::VARCHAR, measured_status, triage_status) AS source FROM rows
+),
 causes AS (
-    SELECT
-        problem_key,
-        CASE WHEN by_static THEN 'static' ELSE 'measured' END AS source,
-        CASE WHEN by_static THEN static_error ELSE coalesce(measured_error, measured_status) END
-            AS error_type
-    FROM (SELECT *, (measured_status IS NULL OR coalesce($f_source::VARCHAR = 'static', false)) AS by_static
-          FROM rows)
+    SELECT s.problem_key, s.source,
+           cause_error(s.source, s.static_error, s.measured_status, s.measured_error, s.triage_status,
+                       s.triage_error) AS error_type,
+           cause_basis(s.source, r.gpu, r.device, s.triage_basis) AS basis
+    FROM sourced s
+    LEFT JOIN runs_latest r ON s.source = 'measured' AND r.row_id = s.id
 )
-SELECT source, error_type, count(*) AS rows, count(DISTINCT problem_key) AS problems,
+SELECT source, basis, error_type, count(*) AS rows, count(DISTINCT problem_key) AS problems,
        count(*) / sum(count(*)) OVER () AS share
 FROM causes
-GROUP BY source, error_type
-ORDER BY rows DESC, source, error_type;
+GROUP BY source, basis, error_type
+ORDER BY rows DESC, source, basis, error_type;

@@ -5,7 +5,7 @@ WITH rows AS (
     SELECT static_flags, run_flags FROM filtered(
         $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
         $f_source::VARCHAR,
-        $f_level::INTEGER, $f_flag::VARCHAR)
+        $f_level::INTEGER, $f_flag::VARCHAR, $f_triage::VARCHAR, $f_triage_error::VARCHAR)
 ), counted AS (
     -- static and run flags have no name in common, and run_flags holds each name once: one row counts once
     SELECT flag, count(*) AS rows

@@ -7,7 +7,7 @@ WITH j AS (
     JOIN filtered(
         $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
     $f_source::VARCHAR,
-    $f_level::INTEGER, $f_flag::VARCHAR) p ON p.id = r.row_id
+    $f_level::INTEGER, $f_flag::VARCHAR, $f_triage::VARCHAR, $f_triage_error::VARCHAR) p ON p.id = r.row_id
 )
 SELECT
     problem_key,

@@ -1,7 +1,7 @@
 """`python -m runner bulk`: re-run many store rows, locally (one sandbox per GPU) or on a Ray cluster.
 
-Rows are chosen from the store's `index.parquet` (`--problem`, `--split`, `--status`, `--error-type`, `--ids`,
-`--sample`, `--limit`); each task is the same sandboxed evaluation as a single re-run, and every result is
+Rows are chosen from the store's `index.parquet` (`--problem`, `--split`, `--status`, `--error-type`,
+`--triage-status`, `--triage-error`, `--ids`, `--sample`, `--limit`); each task is the same sandboxed evaluation as a single re-run, and every result is
 appended to the same results log (`RUNS_DIR/results/bulk-<host>-<pid>.jsonl`) that the explorer reads.
 
 Locally, `--jobs-per-gpu` jobs share each GPU through their CPU-bound stages and are timed one at a time
@@ -27,6 +27,7 @@ from pathlib import Path
 from common.program_hash import program_sha256
 from common.results_log import ResultsLog, default_writer, read_results
 from common.settings import RunnerConfig, load_settings
+from common.triage_log import TRIAGE_ERROR_TYPES, TRIAGE_FILTER_STATUSES
 from runner.bulk.backends import LocalBackend, RayBackend, Task
 from runner.gpu.slots import detect_gpus, make_slots
 from runner.result import RunResult
@@ -34,16 +35,20 @@ from runner.rows import StoreUnavailable, filtered_rows, iter_programs, resolve_
 from runner.spec import result_key
 from runner.spec_args import add_spec_arguments, spec_from_args
 
+ERROR_SOURCES = ("static", "triaged", "measured")  # queries.filters.ERROR_SOURCES (bulk parses without queries)
+
 
 def select_rows(store: Path, args: argparse.Namespace, runs_dir: Path) -> list[tuple[str, int, int]]:
     """(row id, code shard, code row group) of the rows the filters pick, in id order (or sample order).
 
     Rows are chosen by the filters of the explorer's pages (`runner.rows.filtered_rows`): `--error-type` matches
-    the static error or the latest measured verdict (the store's shipped runs and `runs_dir`'s), as the Failures
-    page counts them.
+    the static error, the latest CPU triage's or the latest measured verdict (the store's shipped runs and triage
+    and `runs_dir`'s), as the Failures page counts them; `--triage-status passed --status failed` re-runs only the
+    failed rows whose triage found nothing (the rest needs a GPU).
     """
     rows = filtered_rows(store, runs_dir, split=args.split, holdout_group=args.holdout, status=args.status,
-                         error_type=args.error_type, error_source=args.error_source, problem=args.problem)
+                         error_type=args.error_type, error_source=args.error_source, problem=args.problem,
+                         triage_status=args.triage_status, triage_error=args.triage_error)
     if args.ids:
         wanted = read_ids(args.ids)
         rows = [r for r in rows if r[0] in wanted]
@@ -145,9 +150,15 @@ def add_row_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--problem", help="problem key (16 hex) or problem id (e.g. 1_23)")
     parser.add_argument("--split", help="train or test")
     parser.add_argument("--holdout", help="holdout group (test rows)")
-    parser.add_argument("--error-type", help="static error type, or measured type of the row's latest result")
-    parser.add_argument("--error-source", choices=("static", "measured"),
-                        help="--error-type from this source only; alone: rows with a static error / a run result")
+    parser.add_argument("--error-type",
+                        help="static error type, or the error type of the row's latest CPU triage or latest result")
+    parser.add_argument("--error-source", choices=ERROR_SOURCES,
+                        help="--error-type from this source only; alone: rows with a static error / a CPU triage / "
+                             "a run result")
+    parser.add_argument("--triage-status", choices=TRIAGE_FILTER_STATUSES,
+                        help="the row's latest CPU triage (`python -m runner triage`); untriaged: none")
+    parser.add_argument("--triage-error", choices=TRIAGE_ERROR_TYPES,
+                        help="the error type of the row's latest CPU triage")
     parser.add_argument("--status", choices=("ok", "failed"), help="the dataset's label: y present or null")
     parser.add_argument("--ids", type=Path, help="file with one row id per line")
     parser.add_argument("--sample", type=int, help="random sample of N selected rows (see --seed)")
