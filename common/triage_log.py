@@ -19,16 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common.outcomes import ErrorType, TriageStatus
-from common.results_log import LoggedResult, files_signature, parse_lines, read_jsonl
+from common.results_log import TRIAGE, LoggedResult, files_signature, parse_lines, read_jsonl
 
-TRIAGE_FOLDER = "triage"
 MESSAGE_CHARS = 2000  # a message longer than this (a producer that did not bound it) is cut, and says so
 STAGES = ("import", "build", "compile", "compare")
 
 
 def triage_dir(root: Path) -> Path:
     """`ROOT/triage`: the runner's writes under `RUNS_DIR`, the published ones under a store."""
-    return Path(root) / TRIAGE_FOLDER
+    return Path(root) / TRIAGE
 
 
 def triage_files(*roots: Path | None) -> list[Path]:

@@ -99,6 +99,9 @@ def test_the_command_triages_files_writes_both_logs_and_resumes(tmp_path):
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "0 triaged, 2 skipped" in again.stdout
     assert len(out.read_text().splitlines()) == 2
+    out.unlink()  # the triage log alone still says what is done
+    third = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert third.returncode == 0 and "0 triaged, 2 skipped" in third.stdout
 
 
 def test_an_unknown_target_is_refused_by_name():

@@ -23,8 +23,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from common.program_hash import program_sha256
-from common.results_log import TRIAGE, ResultsLog, default_writer, read_results
+from common.results_log import TRIAGE, ResultsLog, default_writer
 from common.settings import load_settings
+from common.triage_log import read_triage
 from runner.bulk.command import Progress, add_row_arguments, select_rows
 from runner.rows import StoreUnavailable, iter_programs, resolve_store
 from runner.triage.backends import LocalTriage, RayTriage
@@ -50,10 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ray-cpus", type=int, default=None, help="CPUs of a local Ray instance")
 
 
-def _done(paths: list[Path], target: str) -> set[tuple[str, str]]:
-    """(id, program hash) of the results already written for `target`."""
+def _done(runs_dir: Path, target: str) -> set[tuple[str, str]]:
+    """(id, program hash) of the results the triage log already holds for `target`."""
     done = set()
-    for result in read_results(*paths):
+    for logged in read_triage(runs_dir):
+        result = logged.result
         if result.get("target") == target and result.get("id"):
             done.add((result["id"], result.get("program_sha256")))
     return done
@@ -96,7 +98,7 @@ def main(args: argparse.Namespace) -> int:
     except (StoreUnavailable, OSError) as e:
         print(f"triage: {e}", file=sys.stderr)
         return 1
-    done = set() if args.force else _done([runs_dir], args.target) | _out_done(args.out, args.target)
+    done = set() if args.force else _done(runs_dir, args.target) | _out_done(args.out, args.target)
     settings = TriageSettings(args.target, args.timeout, args.memory_mb)
     try:
         backend = (LocalTriage(args.workers, settings) if args.backend == "local"
