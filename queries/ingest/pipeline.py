@@ -23,7 +23,7 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from common.triage_log import TRIAGE_FOLDER
+from common.results_log import TRIAGE
 from queries.ingest.build import IngestError, Options, build
 from queries.ingest.program_checks import check_syntax
 from queries.ingest.progress import say
@@ -101,7 +101,7 @@ def ingest(
         if not allow_shrink:
             _refuse_shrinking(summary, store)
         summary["shipped_runs"] = _copy_shipped_runs(checked, tmp)
-        summary["shipped_triage"] = _copy_shipped(checked, tmp, "triage-*.jsonl", TRIAGE_FOLDER)
+        summary["shipped_triage"] = _copy_shipped(checked, tmp, "triage-*.jsonl", TRIAGE)
         write_meta(tmp, summary)
         _swap(tmp, store)
     except BaseException:
