@@ -108,3 +108,27 @@ def test_an_unknown_target_is_refused_by_name():
     done = subprocess.run([sys.executable, "-m", "runner", "triage", "--target", "sm_12", str(Path(__file__))],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "sm_90" in done.stderr
+
+
+@pytest.mark.slow
+def test_store_rows_on_a_ray_cluster_each_once_then_filtered_by_triage(tmp_path):
+    import os
+
+    from common.triage_log import read_triage
+    from tests.test_bulk import GOOD, REPO, make_store
+
+    store = make_store(tmp_path, [GOOD, program("unsupported_index"), program("runner:import_error")])
+    runs = tmp_path / "runs"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TLX_")} | {"RAY_TMPDIR": "/tmp"}
+    done = subprocess.run([sys.executable, "-m", "runner", "triage", "--store", str(store), "--runs-dir", str(runs),
+                           "--backend", "ray", "--ray-cpus", "2", "--workers", "1"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = {r.result["row_id"]: r.result for r in read_triage(runs)}
+    assert sorted(results) == ["train/000000", "train/000001", "train/000002"]
+    assert [results[f"train/00000{i}"]["error_type"] for i in range(3)] == [None, "compile_error", "import_error"]
+    assert results["train/000000"]["triage_status"] == "passed"
+    # the explorer's filters take the triage: bulk would re-run only the row triage passed
+    from runner.rows import filtered_rows
+
+    assert [r[0] for r in filtered_rows(store, runs, triage_status="passed")] == ["train/000000"]
