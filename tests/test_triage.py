@@ -74,9 +74,11 @@ def test_a_program_that_hangs_or_kills_its_worker_is_answered_and_the_next_one_s
                                                      "    def forward(self, a, b):\n        import time; time.sleep(60)\n", 1)
         assert hang != runner_program("correct_add")
         result = pool.triage(hang)
-        assert (result["triage_status"], result["error_type"]) == ("failed", "timeout")
+        assert (result["triage_status"], result["error_type"]) == ("not_triaged", None)
+        assert "took over 20 s" in result["reason"]
         killer = runner_program("correct_add") + "\nimport os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"
-        pool.triage(killer)
+        killed = pool.triage(killer)  # the worker dies where the child runs as its user; else the kill is refused
+        assert "infrastructure" in killed["flags"] or "PermissionError" in killed["message"]
         assert pool.triage(runner_program("correct_add"))["triage_status"] == "passed"
 
 

@@ -89,8 +89,8 @@ class RayTriage:
                 try:
                     results = ray.get(ref)
                 except Exception as e:  # noqa: BLE001 - the node or task died: an infrastructure failure
-                    results = [{"triage_status": "failed", "error_type": "crashed", "stage": None,
-                                "message": f"ray task failed: {type(e).__name__}: {e}"[:2000],
+                    results = [{"triage_status": "not_triaged", "error_type": None, "stage": None,
+                                "reason": f"ray task failed: {type(e).__name__}: {e}"[:2000],
                                 "flags": [INFRASTRUCTURE], "duration_s": time.monotonic() - started}] * len(chunk)
                 for (row_id, program), result in zip(chunk, results, strict=True):
                     on_result(row_id, program, result)

@@ -3,8 +3,8 @@ process inside the same operating-system isolation as a GPU job (`runner.sandbox
 read-only host, the runner's folders hidden, only its job folder writable), with no GPU visible.
 
 `pool.triage(program)` writes the program into a free worker's job folder, asks the worker, and returns its answer
-with the worker's versions; a worker that died is replaced, and the program is answered `crashed` with the flag
-`infrastructure` (the harness failed, not the program). Where the host allows no isolation, every result carries
+with the worker's versions; a worker that died is replaced, and the program is answered `not_triaged` with the
+flag `infrastructure` (the harness failed, not the program). Where the host allows no isolation, every result carries
 `not_isolated`, as GPU jobs' do.
 """
 
@@ -137,7 +137,7 @@ class TriagePool:
                 self._all.remove(worker)
             worker.close()
             self._add()
-            return {"triage_status": "failed", "error_type": "crashed", "stage": None, "message": str(e),
+            return {"triage_status": "not_triaged", "error_type": None, "stage": None, "reason": str(e),
                     "versions": self.versions, "flags": [INFRASTRUCTURE, *self.flags]}
         self._idle.put(worker)
         return {**result, "versions": worker.versions, "flags": self.flags}

@@ -8,8 +8,9 @@ fields (`runner.triage.program`). Each child:
 - runs as the user GPU jobs' candidates run as (`runner.child.candidate_client.candidate_identity`: uid 65534
   where the worker is root and the interpreter is within that user's reach), in a process group of its own, with its
   stdout and stderr on /dev/null (the answers' pipe is the worker's alone) and its writes under the job's folder;
-- is ended at `--timeout` (`timeout`), when its resident memory passes `--memory-mb` (`out_of_memory`), or by a
-  signal (`crashed`); every process it left is killed before the next program starts.
+- is ended at `--timeout` or when its resident memory passes `--memory-mb` (`not_triaged`: the triage's limits
+  say nothing of the program on a GPU), or by a signal (`crashed`); every process it left is killed before the next
+  program starts.
 Triton's cache folder is shared by the worker's children: a kernel compiled for one program is a cache hit for
 the next with the same source and specialization.
 """
@@ -114,18 +115,18 @@ def _wait(pid: int, result_r: int, timeout_s: float, memory_mb: float) -> dict:
                 continue
             break  # the child closed its end: it has exited
         if _rss_mb(pid) > memory_mb:
-            status = {"error_type": "out_of_memory", "message": f"the triage passed its {memory_mb:,.0f} MB"}
+            status = f"the triage passed its {memory_mb:,.0f} MB"
             break
         if time.monotonic() > deadline:
-            status = {"error_type": "timeout", "message": f"the triage took over {timeout_s:g} s"}
+            status = f"the triage took over {timeout_s:g} s"
             break
     try:
         os.killpg(pid, signal.SIGKILL)
     except OSError:
         pass
     _, code = os.waitpid(pid, 0)
-    if status is not None:
-        return {"triage_status": "failed", **status, "stage": None}
+    if status is not None:  # the triage's own limits: they say nothing of the program on a GPU
+        return {"triage_status": "not_triaged", "error_type": None, "stage": None, "reason": status}
     try:
         return json.loads(b"".join(chunks))
     except ValueError:
