@@ -7,8 +7,8 @@ from dataclasses import replace
 import streamlit as st
 
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
+from common.checks import STATIC_ERRORS
 from common.outcomes import ErrorType
-from common.program.parse import STATIC_ERRORS
 from queries import api
 from queries.filters import ERROR_SOURCES, Filters
 from ui import bulk, charts, context, data, flags, links, widgets

@@ -26,14 +26,11 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.checks import STATIC_ERRORS as CHECK_STATIC_ERRORS
+from common.checks import first_static_error
 from common.program.shapes import input_shapes
 from common.program.syntax_rules import candidate_start, is_kernel, kernel_kind, statements, triton_aliases
 from common.program.text_rules import candidate_key, program_candidate_key, python_regex, text_cut
 
-# every static finding, in ingest's order of precedence (declared in common/checks.py); `unavailable_import` and
-# `forward_arity_mismatch` come from ingest's text rules alone (common/program/text_rules.py), the others from this module too
-STATIC_ERRORS = CHECK_STATIC_ERRORS
 _TITLE_MAX = 100
 _SUMMARY_MAX = 60
 _MAX_OPS = 4
@@ -101,16 +98,11 @@ def _parse_ast(x: str, tree: ast.Module) -> ParsedProgram:
     model = _first_class(ref_body, "Model")
     problem_key, title = _reference_key(reference, ref_body, model)
     defined = _top_level_names(body)
-    if not any(isinstance(s, ast.ClassDef) and s.name == "ModelNew" for s in cand_body):
-        error = "no_model_new"
-    elif model is None:
-        error = "no_reference"
-    elif not {"get_inputs", "get_init_inputs"} <= defined:
-        error = "no_get_inputs"
-    elif not kernels:
-        error = "no_triton_kernel"
-    else:
-        error = "ok_static"
+    found = {"no_model_new": not any(isinstance(s, ast.ClassDef) and s.name == "ModelNew" for s in cand_body),
+             "no_reference": model is None,
+             "no_get_inputs": not {"get_inputs", "get_init_inputs"} <= defined,
+             "no_triton_kernel": not kernels}
+    error = first_static_error({name for name, applies in found.items() if applies})
     return ParsedProgram(
         reference=reference,
         candidate=candidate,

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from common.checks import outranked_by
 from common.errors import TlxError
 from common.program.hack_checks import ReferenceInfo, reference_info, static_flags
 from queries.ingest.processes import process_pool, stop_pool
@@ -161,7 +162,8 @@ def _compiled(source: str) -> ast.Module | None:
 def _marked(index: pa.Table, flags: dict[str, list[str] | None]) -> pa.Table:
     bad = [row_id for row_id, found in flags.items() if found is None]
     is_bad = pc.is_in(index["id"], value_set=pa.array(bad, pa.string()))
-    static = pc.if_else(is_bad, pa.scalar("syntax_error"), index["static_error"])
+    outranked = pc.is_in(index["static_error"], value_set=pa.array(outranked_by("syntax_error"), pa.string()))
+    static = pc.if_else(pc.and_(is_bad, outranked), pa.scalar("syntax_error"), index["static_error"])
     mode = pc.if_else(is_bad, pa.scalar("text"), pa.scalar("ast"))
     found = pa.array([flags.get(row_id) for row_id in index["id"].to_pylist()], pa.list_(pa.string()))
     index = index.set_column(index.schema.get_field_index("static_error"), "static_error", static)
