@@ -138,7 +138,7 @@ class Database:
         used = {name: value for name, value in (params or {}).items() if f"${name}" in sql}
         if not (memo and self.memo_enabled) or tables:
             return self.run(sql, used, timeout_s, label=sql_name, tables=tables)
-        key = (sql_name, tuple(sorted(used.items())))
+        key = (sql_name, tuple(sorted((name, _hashable(value)) for name, value in used.items())))
 
         def answer() -> tuple[pa.Table, int]:
             table = self.run(sql, used, timeout_s, label=sql_name)
@@ -148,6 +148,11 @@ class Database:
 
     def close(self) -> None:
         self.con.close()
+
+
+def _hashable(value: object) -> object:
+    """A parameter as part of a memo key: a STRUCT's dict as its sorted items (`$filter`)."""
+    return tuple(sorted(value.items())) if isinstance(value, dict) else value
 
 
 _CACHE: dict[tuple[str, int, str], Database] = {}

@@ -6,6 +6,7 @@ import io
 import json
 import math
 import os
+import re
 import statistics
 
 import pyarrow.parquet as pq
@@ -401,3 +402,19 @@ def test_the_kernel_page_takes_the_one_latest_verdict(fixture_store, tmp_path, m
     assert db.run("SELECT measured_error FROM programs WHERE id = 'train/000001'").to_pylist() == [
         {"measured_error": "timeout"}]
     assert api.row(fixture_store, "train/000002").latest_run is None
+
+
+def test_the_filter_is_passed_to_sql_once():
+    """Every question filters through `filtered($filter)` (sql/setup_filtered.sql), the one bound STRUCT of
+    `Filters.params`; none spells the filter's fields (the 8-argument call was pasted into 21 files, issue 44)."""
+    from queries.sql_files import SQL_DIR
+
+    calls = {}
+    for path in sorted(SQL_DIR.glob("*.sql")):
+        if path.name != "setup_filtered.sql":
+            calls.update({f"{path.name}: {c}": c for c in re.findall(r"(?:filtered|problem_table)\(([^)]*)\)", path.read_text())})
+    assert len(calls) >= 21
+    assert {call for call in calls.values() if not call.startswith(("$filter", "NULL"))} == set()
+    assert Filters(split="train", level=2).params() == {"filter": {
+        "split": "train", "holdout": None, "problem": None, "status": None, "error": None, "source": None, "level": 2,
+        "flag": None}}

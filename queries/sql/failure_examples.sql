@@ -2,10 +2,7 @@
 WITH examples AS (
     SELECT id, problem_key, problem_id, title, split, holdout_group, static_error, measured_error, n_kernels,
            n_chars
-    FROM filtered(
-        $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
-    $f_source::VARCHAR,
-    $f_level::INTEGER, $f_flag::VARCHAR)
+    FROM filtered($filter)
     WHERE NOT ok OR measured_status <> 'ok'
     ORDER BY id
     LIMIT $limit

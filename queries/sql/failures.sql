@@ -3,10 +3,7 @@
 -- although the label is empty), else the static finding of ingest (source 'static'; 'ok_static' = nothing found).
 -- With the error-source filter 'static' every row is counted by its static finding.
 WITH rows AS (
-    SELECT * FROM filtered(
-        $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
-    $f_source::VARCHAR,
-    $f_level::INTEGER, $f_flag::VARCHAR)
+    SELECT * FROM filtered($filter)
     WHERE NOT ok OR measured_status = 'failed'
 ),
 causes AS (
@@ -15,7 +12,7 @@ causes AS (
         CASE WHEN by_static THEN 'static' ELSE 'measured' END AS source,
         CASE WHEN by_static THEN static_error ELSE coalesce(measured_error, measured_status) END
             AS error_type
-    FROM (SELECT *, (measured_status IS NULL OR coalesce($f_source::VARCHAR = 'static', false)) AS by_static
+    FROM (SELECT *, (measured_status IS NULL OR coalesce($filter['source']::VARCHAR = 'static', false)) AS by_static
           FROM rows)
 )
 SELECT source, error_type, count(*) AS rows, count(DISTINCT problem_key) AS problems,
