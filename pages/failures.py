@@ -22,7 +22,7 @@ st.caption("A row failed when its label is empty (the dataset's own measurement 
            "Each failed row is counted once, by its cause: the latest measured verdict where it was re-run, else "
            "what ingest found without running it (text rules and a compile; \"no static finding\" = nothing).")
 cfg = context.settings()
-syntax_check = info.meta.get("syntax_check")  # absent in stores whose ingest parsed every program at once
+syntax_check = info.meta.syntax_check  # absent in stores whose ingest parsed every program at once
 if syntax_check is not None and not syntax_check.get("done"):
     st.warning("Syntax errors are not marked in this store yet: its ingest stopped before the syntax check. "
                f"Run {md_code(f'python -m queries check-syntax --store {store}')}.")

@@ -23,7 +23,7 @@ from queries.checks_table import checks_table
 from queries.memo import Memo
 from queries.results import load_run_results
 from queries.sql_files import sql_text
-from queries.store import INDEX_SCHEMA, OPTIONAL_COLUMNS, Store, StoreError
+from queries.store import INDEX_SCHEMA, OPTIONAL_COLUMNS, Store, StoreError, store_version
 
 MEMO_BYTES = 64 * 1024 * 1024
 
@@ -159,19 +159,12 @@ _CACHE: dict[tuple[str, int, str], Database] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def _meta_mtime(path: Path) -> int:
-    try:
-        return (path / "meta.json").stat().st_mtime_ns
-    except OSError as exc:
-        raise StoreError(f"{path}: no store here (meta.json missing: {exc.strerror})") from exc
-
-
 def connect(store: Path | str, runs_dir: Path | str | None = None, settings: Settings | None = None) -> Database:
     """The cached `Database` of `store` (rebuilt when its meta.json changes); runs from `runs_dir` or settings."""
     settings = settings or load_settings()
     path = Path(store).expanduser().resolve()
     runs = Path(runs_dir).expanduser().resolve() if runs_dir is not None else settings.runs_dir
-    key = (str(path), _meta_mtime(path), str(runs))
+    key = (str(path), store_version(path), str(runs))
     with _CACHE_LOCK:
         db = _CACHE.get(key)
         if db is None:

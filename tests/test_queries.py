@@ -418,3 +418,24 @@ def test_the_filter_is_passed_to_sql_once():
     assert Filters(split="train", level=2).params() == {"filter": {
         "split": "train", "holdout": None, "problem": None, "status": None, "error": None, "source": None, "level": 2,
         "flag": None}}
+
+
+def test_one_version_keys_every_cache_of_a_store(fixture_store, tmp_path):
+    """meta.json is typed (`StoreMeta`, what it holds besides kept as written), and every cache of a store keys on
+    `store_version`, which the syntax check's rewrite moves too (the explorer's cached answers used to key on
+    `built_at`, which stage 2 leaves as it was: static errors it marks stayed unseen for a minute)."""
+    import shutil
+
+    from queries.store import StoreMeta, read_meta, store_version, write_meta
+
+    store = tmp_path / "store"
+    shutil.copytree(fixture_store, store)
+    meta = read_meta(store)
+    assert isinstance(meta, StoreMeta) and meta.rows_indexed == 15 - meta.rows_rejected
+    assert StoreMeta.from_dict(meta.to_dict()) == meta and "sources" in meta.rest
+    before = store_version(store)
+    os.utime(store / "meta.json", ns=(0, before - 1_000_000))  # an older clock tick, as a rebuild's write makes
+    older = store_version(store)
+    write_meta(store, meta.with_syntax_check({"done": True, "rows": 15}))  # what stage 2 does
+    assert store_version(store) != older and read_meta(store).built_at == meta.built_at
+    assert read_meta(store).syntax_check == {"done": True, "rows": 15}
