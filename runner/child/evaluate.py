@@ -7,8 +7,8 @@ seeds and hands back its outputs over the link; the judge runs the reference par
 parent adds id, hash and times); it never raises for anything the program does. Inputs and models are made on the
 job's device (`torch.device` as the default device while `get_inputs()`/`get_init_inputs()`, `Model(...)` and
 `ModelNew(...)` run, same seeds) unless `inputs_device="cpu"` (KernelBench's way: made on the CPU, then moved).
-Both processes make the same inputs; a digest of them travels with the first trial's outputs and the recheck's and must match the judge's (else
-`inputs_differ`).
+Both processes make the same inputs; a digest of them travels with the first trial's outputs and the recheck's
+and must match the judge's (else `inputs_differ`).
 
 The order of a job: both load (in parallel); correctness trials (the first with ModelNew run before Model, so
 that memory the reference freed cannot hold its answer; the others reference first); one untimed ModelNew call
