@@ -144,6 +144,19 @@ STATIC_FLAGS = tuple(c.name for c in CHECKS if c.kind == "static_flag")
 RUN_FLAGS = tuple(c.name for c in CHECKS if c.kind == "run_flag")
 HACK_FLAGS = tuple(c.name for c in CHECKS if c.hack)
 FLAGS = STATIC_FLAGS + RUN_FLAGS
+NO_STATIC_ERROR = STATIC_ERRORS[-1]  # `ok_static`, last: what a row without a finding gets
+
+
+def first_static_error(found: set[str] | frozenset[str]) -> str:
+    """A row's `static_error`: of the static errors `found` for it, the first in `STATIC_ERRORS`' order (the
+    table's); `ok_static` when none."""
+    return next((name for name in STATIC_ERRORS if name in found), NO_STATIC_ERROR)
+
+
+def outranked_by(name: str) -> tuple[str, ...]:
+    """The `static_error` values that `name` replaces when a later stage of ingest finds it (those after it in
+    the order): a finding never takes the place of one that comes before it."""
+    return STATIC_ERRORS[STATIC_ERRORS.index(name) + 1:]
 
 
 def base_name(flag: str) -> str:

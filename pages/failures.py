@@ -8,8 +8,8 @@ from dataclasses import replace
 import streamlit as st
 
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
+from common.checks import STATIC_ERRORS
 from common.outcomes import ErrorType
-from common.program.parse import STATIC_ERRORS
 from common.triage_log import TRIAGE_ERROR_TYPES, TRIAGE_FILTER_STATUSES
 from queries import api
 from queries.filters import ERROR_SOURCES, Filters
@@ -27,7 +27,7 @@ st.caption("A row failed when its label is empty (the dataset's own measurement 
            "measurement), else what ingest found without running it (text rules and a compile; \"no static "
            "finding\" = nothing). **rests on** says which source each count comes from.")
 cfg = context.settings()
-syntax_check = info.meta.get("syntax_check")  # absent in stores whose ingest parsed every program at once
+syntax_check = info.meta.syntax_check  # absent in stores whose ingest parsed every program at once
 if syntax_check is not None and not syntax_check.get("done"):
     st.warning("Syntax errors are not marked in this store yet: its ingest stopped before the syntax check. "
                f"Run {md_code(f'python -m queries check-syntax --store {store}')}.")

@@ -25,7 +25,7 @@ from queries.checks_table import checks_table
 from queries.memo import Memo
 from queries.results import load_run_results
 from queries.sql_files import sql_text
-from queries.store import INDEX_SCHEMA, OPTIONAL_COLUMNS, Store, StoreError
+from queries.store import INDEX_SCHEMA, OPTIONAL_COLUMNS, Store, StoreError, store_version
 from queries.triage import TriageReader
 
 MEMO_BYTES = 64 * 1024 * 1024
@@ -171,7 +171,7 @@ class Database:
         used = {name: value for name, value in (params or {}).items() if f"${name}" in sql}
         if not (memo and self.memo_enabled) or tables:
             return self.run(sql, used, timeout_s, label=sql_name, tables=tables)
-        key = (sql_name, tuple(sorted(used.items())))
+        key = (sql_name, tuple(sorted((name, _hashable(value)) for name, value in used.items())))
 
         def answer() -> tuple[pa.Table, int]:
             table = self.run(sql, used, timeout_s, label=sql_name)
@@ -183,15 +183,13 @@ class Database:
         self.con.close()
 
 
+def _hashable(value: object) -> object:
+    """A parameter as part of a memo key: a STRUCT's dict as its sorted items (`$filter`)."""
+    return tuple(sorted(value.items())) if isinstance(value, dict) else value
+
+
 _CACHE: dict[tuple[str, int, str], Database] = {}
 _CACHE_LOCK = threading.Lock()
-
-
-def _meta_mtime(path: Path) -> int:
-    try:
-        return (path / "meta.json").stat().st_mtime_ns
-    except OSError as exc:
-        raise StoreError(f"{path}: no store here (meta.json missing: {exc.strerror})") from exc
 
 
 def connect(store: Path | str, runs_dir: Path | str | None = None, settings: Settings | None = None) -> Database:
@@ -199,7 +197,7 @@ def connect(store: Path | str, runs_dir: Path | str | None = None, settings: Set
     settings = settings or load_settings()
     path = Path(store).expanduser().resolve()
     runs = Path(runs_dir).expanduser().resolve() if runs_dir is not None else settings.runs_dir
-    key = (str(path), _meta_mtime(path), str(runs))
+    key = (str(path), store_version(path), str(runs))
     with _CACHE_LOCK:
         db = _CACHE.get(key)
         if db is None:

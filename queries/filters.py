@@ -53,24 +53,28 @@ class Filters:
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"Filters.{name} must be a string or None, not {type(value).__name__}")
 
-    def params(self) -> dict[str, str | int | None]:
-        """Named parameters for the `filtered(...)` table macro (see `sql/setup_filtered.sql`)."""
+    def params(self) -> dict[str, dict[str, str | int | None]]:
+        """The one named parameter of the `filtered($filter)` table macro (see `sql/setup_filtered.sql`): a STRUCT
+        of the filter's fields."""
+        return {"filter": self.fields()}
+
+    def fields(self) -> dict[str, str | int | None]:
         return {
-            "f_split": self.split,
-            "f_holdout": self.holdout_group,
-            "f_problem": self.problem_key,
-            "f_status": self.status,
-            "f_error": self.error_type,
-            "f_source": self.error_source,
-            "f_level": self.level,
-            "f_flag": self.flag,
-            "f_triage": self.triage_status,
-            "f_triage_error": self.triage_error,
+            "split": self.split,
+            "holdout": self.holdout_group,
+            "problem": self.problem_key,
+            "status": self.status,
+            "error": self.error_type,
+            "source": self.error_source,
+            "level": self.level,
+            "flag": self.flag,
+            "triage": self.triage_status,
+            "triage_error": self.triage_error,
         }
 
     @property
     def is_empty(self) -> bool:
-        return all(value is None for value in self.params().values())
+        return all(value is None for value in self.fields().values())
 
 
 NO_FILTERS = Filters()

@@ -12,7 +12,7 @@ from queries.store import Store, StoreError
 
 def store_build_id(store: Path | str) -> str | None:
     try:
-        return Store(store).meta.get("build_id")
+        return Store(store).meta.build_id
     except StoreError:
         return None
 

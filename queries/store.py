@@ -14,6 +14,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +73,61 @@ class StoreError(TlxError, RuntimeError):
     """A store that is missing, empty or broken, or a row id it does not hold."""
 
 
+@dataclass(frozen=True)
+class StoreMeta:
+    """`meta.json`, typed: the fields the code reads, and `rest`, everything else it holds as written (sources,
+    rejects, bad files, build figures: docs/ARCHITECTURE.md, section Store). Ingest writes it (`pipeline.py`, from
+    stage 1's summary; `program_checks.py`, `with_syntax_check`), `read_meta`/`Store.meta` read it."""
+
+    schema_version: int | None = None
+    build_id: str | None = None
+    built_at: str | None = None
+    rows_read: int = 0
+    rows_indexed: int = 0
+    rows_rejected: int = 0
+    reject_reasons: dict[str, int] = field(default_factory=dict)
+    sample: bool = False
+    syntax_check: dict | None = None  # {"done": bool, ...}; None in stores whose ingest parsed every program at once
+    rest: dict = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, meta: dict) -> StoreMeta:
+        if not isinstance(meta, dict):
+            raise ValueError(f"meta.json must hold an object, not {type(meta).__name__}")
+        names = {f.name for f in fields(cls)} - {"rest"}
+        return cls(**{k: v for k, v in meta.items() if k in names},
+                   rest={k: v for k, v in meta.items() if k not in names})
+
+    def to_dict(self) -> dict:
+        typed = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "rest"}
+        return {**self.rest, **{k: v for k, v in typed.items() if v is not None}}
+
+    def with_syntax_check(self, result: dict) -> StoreMeta:
+        return replace(self, syntax_check=result)
+
+
+def read_meta(store: Path | str) -> StoreMeta:
+    """The store's meta.json; StoreError naming the file when it is missing or unreadable."""
+    meta_path = Path(store) / META_FILE
+    if not meta_path.is_file():
+        raise StoreError(f"{Path(store)}: no store here (meta.json missing); build one with "
+                         f"`python -m queries ingest SOURCE... --store {Path(store)}`")
+    try:
+        return StoreMeta.from_dict(json.loads(meta_path.read_text()))
+    except (OSError, ValueError, TypeError) as exc:
+        raise StoreError(f"{meta_path}: unreadable ({exc}); rebuild the store") from exc
+
+
+def store_version(store: Path | str) -> int:
+    """The one version of what a store holds, for every cache of it (a connection, the explorer's answers,
+    searches): meta.json's modification time in ns, which each write of it moves (a rebuild, the syntax check's
+    rewrite of the index). StoreError when there is no meta.json."""
+    try:
+        return (Path(store) / META_FILE).stat().st_mtime_ns
+    except OSError as exc:
+        raise StoreError(f"{store}: no store here (meta.json missing: {exc.strerror})") from exc
+
+
 class RowNotInStore(StoreError, LookupError):
     """A well-formed row id that the store does not hold (or a malformed one)."""
 
@@ -79,16 +135,9 @@ class RowNotInStore(StoreError, LookupError):
 class Store:
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        meta_path = self.path / META_FILE
-        if not meta_path.is_file():
-            raise StoreError(f"{self.path}: no store here (meta.json missing); build one with "
-                             f"`python -m queries ingest SOURCE... --store {self.path}`")
-        try:
-            self.meta = json.loads(meta_path.read_text())
-        except (OSError, ValueError) as exc:
-            raise StoreError(f"{meta_path}: unreadable ({exc}); rebuild the store") from exc
-        if self.meta.get("schema_version") != SCHEMA_VERSION:
-            raise StoreError(f"{meta_path}: schema_version {self.meta.get('schema_version')!r}, "
+        self.meta = read_meta(self.path)
+        if self.meta.schema_version != SCHEMA_VERSION:
+            raise StoreError(f"{self.path / META_FILE}: schema_version {self.meta.schema_version!r}, "
                              f"this code reads {SCHEMA_VERSION}; rebuild the store")
         self.index_path = self.path / INDEX_FILE
         if not self.index_path.is_file():
@@ -100,7 +149,7 @@ class Store:
 
     @property
     def rows(self) -> int:
-        return int(self.meta.get("rows_indexed", 0))
+        return int(self.meta.rows_indexed)
 
     def program(self, row_id: str) -> str:
         """The program text of one row; StoreError when the row is not in the store."""
@@ -200,6 +249,6 @@ def replace_file(target: Path, write: Callable[[Path], None]) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def write_meta(store: Path, meta: dict) -> None:
+def write_meta(store: Path, meta: StoreMeta) -> None:
     """Write the store's meta.json atomically."""
-    replace_file(Path(store) / META_FILE, lambda path: path.write_text(json.dumps(meta, indent=1)))
+    replace_file(Path(store) / META_FILE, lambda path: path.write_text(json.dumps(meta.to_dict(), indent=1)))

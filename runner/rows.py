@@ -94,7 +94,7 @@ def store_identity(store: Path | None) -> dict[str, str | None]:
         handle = open_store(store)
     except StoreUnavailable as e:
         return {"path": str(store) if store is not None else None, "build_id": None, "error": str(e)}
-    return {"path": str(handle.path), "build_id": handle.meta.get("build_id")}
+    return {"path": str(handle.path), "build_id": handle.meta.build_id}
 
 
 def load_program(store: Path | None, row_id: str) -> str:

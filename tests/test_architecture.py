@@ -6,6 +6,9 @@ functions, `TYPE_CHECKING` blocks included, read with `ast`):
 - `common` imports the standard library and `common` only;
 - `queries` imports nothing of `runner`, `ui` or `pages`; `runner` nothing of `ui` or `pages`;
 - `runner` imports `queries` in one module, `runner/rows.py`;
+- `pages` import no `runner` module and no `queries.ingest` (the runner is reached through `ui`'s panels, the
+  sample store is built by `ui.context`); `ui` imports of `runner` only `runner.service.client` and
+  `runner.profiles`;
 - the runner's wings: `child` imports no `sandbox`, `gpu`, `service` or `bulk` module but the gate, `sandbox` and `gpu` no `service` or
   `bulk`, and `service` and `bulk` not each other.
 
@@ -26,6 +29,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("common", "queries", "runner", "ui", "pages")
 RUNNER_DOOR_TO_QUERIES = "runner.rows"
+UI_DOORS_TO_RUNNER = ("runner.service.client", "runner.profiles")  # the client, and the profiles offered
 CHILD_REACHES_INTO_GPU = {"runner.gpu.gate"}  # the gate's child side (`ChildGate`) lives beside the parent's
 # runner wing -> the wings it may not import: the child stands alone, the sandbox and GPU scheduling serve the
 # service and bulk
@@ -133,6 +137,10 @@ def violations(graph: dict[str, set[str]], tops: dict[str, set[str]]) -> list[st
                 bad.append(f"{module} imports {target} (the read side and the runner never import the UI)")
             if wing == "queries" and side == "runner":
                 bad.append(f"{module} imports {target} (queries never imports runner)")
+            if wing == "pages" and (side == "runner" or target.startswith("queries.ingest")):
+                bad.append(f"{module} imports {target} (pages import no runner module and no queries.ingest)")
+            if wing == "ui" and side == "runner" and target not in UI_DOORS_TO_RUNNER:
+                bad.append(f"{module} imports {target} (ui imports of runner only {', '.join(UI_DOORS_TO_RUNNER)})")
             if wing == "runner" and side == "queries" and module != RUNNER_DOOR_TO_QUERIES:
                 bad.append(f"{module} imports {target} (runner imports queries only in {RUNNER_DOOR_TO_QUERIES})")
             room = ".".join(module.split(".")[:2])
@@ -167,6 +175,10 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
         "runner/gpu/__init__.py": "", "runner/gpu/gate.py": "", "runner/sandbox/__init__.py": "", "runner/sandbox/run.py": "",
         "runner/rows.py": "from queries import q\n",
         "ui/__init__.py": "", "pages/__init__.py": "",
+        "pages/p.py": "from runner.r import g\nfrom queries.ingest import build\n",
+        "queries/ingest/__init__.py": "", "queries/ingest/build.py": "",
+        "ui/u.py": "from runner.service.client import C\nfrom runner.r import g\n",
+        "runner/service/__init__.py": "", "runner/service/client.py": "",
     }
     for rel, text in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -176,10 +188,13 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
     assert sorted(cycles(graph)) == [["queries.q", "runner.r", "runner.s"]]
     assert violations(graph, tops) == [
         "common.a imports pyarrow (common: stdlib only)",
+        "pages.p imports queries.ingest.build (pages import no runner module and no queries.ingest)",
+        "pages.p imports runner.r (pages import no runner module and no queries.ingest)",
         "queries.q imports runner.r (queries never imports runner)",
         "runner.child.c imports runner.sandbox.run (runner.child may not import runner.sandbox, runner.gpu, "
         "runner.service, runner.bulk, runner.triage)",
         "runner.r imports queries.q (runner imports queries only in runner.rows)",
+        "ui.u imports runner.r (ui imports of runner only runner.service.client, runner.profiles)",
     ]
 
 
@@ -222,3 +237,30 @@ def test_every_cli_subcommand_is_documented_and_no_other(package):
     in_code = subcommands(package)
     assert sorted(in_code - in_docs) == [], f"`python -m {package}` commands no doc names"
     assert sorted(in_docs - in_code) == [], f"`python -m {package}` commands the docs name that do not exist"
+
+
+LAYOUT_ROW = re.compile(r"^\| `([a-z_/]+/)`(?: \(top\))? \| [^|]* \| (.*) \|$")
+
+
+def layout_rows() -> dict[str, str]:
+    """docs/ARCHITECTURE.md's layout table: folder -> its job column."""
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    table = text.split("\n## Layout\n", 1)[1].split("\n#", 1)[0]
+    return {m.group(1): m.group(2) for m in map(LAYOUT_ROW.match, table.splitlines()) if m}
+
+
+def test_the_layout_table_lists_every_module_and_none_that_is_missing():
+    """Every folder of the packages has a row naming each of its modules (`name.py`, in backticks); a module the
+    row names is in the folder."""
+    rows = layout_rows()
+    folders = {f"{p.parent.relative_to(ROOT)}/" for package in PACKAGES for p in (ROOT / package).rglob("*.py")}
+    assert sorted(folders - set(rows)) == [], "folders without a row in the layout table"
+    problems = []
+    for folder, job in sorted(rows.items()):
+        if not (ROOT / folder).is_dir() or folder not in folders:
+            continue
+        named = set(re.findall(r"`([a-z_]+\.py)", job))
+        modules = {p.name for p in (ROOT / folder).glob("*.py") if p.name != "__init__.py"}
+        problems += [f"{folder}{name}: not in the table" for name in sorted(modules - named)]
+        problems += [f"{folder}{name}: named in the table, not in the folder" for name in sorted(named - modules)]
+    assert problems == []

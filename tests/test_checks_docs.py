@@ -54,7 +54,36 @@ def test_ingest_spells_only_static_errors_of_the_table():
 
     sql = (ROOT / "queries" / "sql" / "ingest_fields.sql").read_text()
     written = set(re.findall(r"THEN '([a-z_]+)'", sql.split("AS reject", 1)[1]))
-    written |= set(re.findall(r"ELSE '([a-z_]+)' END AS static_error", sql))
+    written |= set(re.findall(r"'([a-z_]+)'\] AS static_found", sql))
     written |= set(re.findall(r"THEN '([a-z_]+)'", (ROOT / "queries" / "sql" / "ingest_index.sql").read_text()))
     written |= set(re.findall(r'"(unavailable_import)"', (ROOT / "queries" / "ingest" / "fields_scan.py").read_text()))
     assert written == set(STATIC_ERRORS) - {"syntax_error"}, written
+
+
+def test_the_order_of_static_errors_is_the_tables(monkeypatch):
+    """Which static error a row gets when several apply follows `STATIC_ERRORS`, in ingest's SQL, its later
+    stages and parsing: reversing the table's order reverses the answer (the SQL used to spell its own order)."""
+    import duckdb
+
+    from common import checks
+    from common.program import parse
+    from queries.ingest import fields_scan
+    from queries.ingest.read import Batch
+
+    program = "import torch\n\ndef get_inputs():\n    return []\n"  # no ModelNew, no Model, no kernel
+    batch = Batch(Path("train.parquet"), "train", 0, 0, [program], [None], [None], [None])
+
+    def answers() -> tuple[str, str]:
+        con = duckdb.connect()
+        try:
+            sql = fields_scan.scan_decoded(con, batch, 0)[0].column("static_error")[0].as_py()
+        finally:
+            con.close()
+        return sql, parse.parse_program(program).static_error
+
+    assert answers() == ("no_model_new", "no_model_new")
+    reversed_order = tuple(reversed(checks.STATIC_ERRORS[:-1])) + (checks.NO_STATIC_ERROR,)
+    monkeypatch.setattr(checks, "STATIC_ERRORS", reversed_order)
+    monkeypatch.setattr(fields_scan, "STATIC_ERRORS", reversed_order)
+    assert answers() == ("no_triton_kernel", "no_triton_kernel")
+    assert checks.outranked_by("unavailable_import")[:2] == ("no_get_inputs", "no_reference")

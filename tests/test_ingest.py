@@ -54,8 +54,8 @@ def test_program_reads_one_row(fixture_store):
 
 def test_meta_accounts_for_every_row(fixture_store):
     meta = Store(fixture_store).meta
-    assert meta["rows_read"] == meta["rows_indexed"] + meta["rows_rejected"] == 15
-    assert [s["split"] for s in meta["sources"]] == ["test", "train"]
+    assert meta.rows_read == meta.rows_indexed + meta.rows_rejected == 15
+    assert [s["split"] for s in meta.rest["sources"]] == ["test", "train"]
 
 
 def _broken_sources(folder: Path) -> dict[str, Path]:
@@ -195,7 +195,7 @@ def test_ensure_sample_store_builds_and_refreshes(tmp_path, monkeypatch):
     monkeypatch.setattr("queries.ingest.sample.SAMPLE_DIR", sample)
     settings = load_settings({"TLX_CACHE_DIR": str(tmp_path / "cache")})
     path = ensure_sample_store(settings)
-    assert Store(path).meta["sample"] is True and Store(path).rows == len(TRAIN) + len(TEST)
+    assert Store(path).meta.sample is True and Store(path).rows == len(TRAIN) + len(TEST)
     built = (path / "meta.json").stat().st_mtime_ns
     assert ensure_sample_store(settings) == path and (path / "meta.json").stat().st_mtime_ns == built
     os.utime(sample / "train.parquet", ns=(built + 10**9, built + 10**9))

@@ -32,7 +32,7 @@ from queries import api, db
 from queries.ingest import ingest, sample_files
 from queries.ingest.handover import Slots, read_slot
 from queries.ingest.program_checks import SyntaxCheckError, check_syntax
-from queries.store import Store
+from queries.store import Store, StoreMeta
 from tests.fixtures import REFERENCE, program
 
 RELU_REF = REFERENCE.format(doc="Simple model that performs a ReLU activation.", expr="torch.relu(x)", n=64)
@@ -311,7 +311,7 @@ def test_interrupted_or_failed_stage_two_leaves_a_usable_store(tmp_path, monkeyp
     with pytest.raises(KeyboardInterrupt):
         build(tmp_path, texts)
     store = Store(tmp_path / "store")
-    assert store.meta["syntax_check"] == {"done": False} and store.rows == 2
+    assert store.meta.syntax_check == {"done": False} and store.rows == 2
     assert store.program("train/000001") == texts[1]
     assert [p.name for p in (tmp_path / "store").iterdir() if p.name.startswith(".")] == []
 
@@ -323,11 +323,10 @@ def test_interrupted_or_failed_stage_two_leaves_a_usable_store(tmp_path, monkeyp
     with pytest.raises(SyntaxCheckError, match="disk on fire"):
         check_syntax(tmp_path / "store", progress=False)
     assert (tmp_path / "store" / "index.parquet").read_bytes() == before
-    assert Store(tmp_path / "store").meta["syntax_check"] == {"done": False}
+    assert Store(tmp_path / "store").meta.syntax_check == {"done": False}
     monkeypatch.undo()
 
-    meta = json.loads((tmp_path / "store" / "meta.json").read_text())
-    monkeypatch.setattr("queries.ingest.program_checks.Store", lambda path: type("Old", (), {"meta": {**meta, "build_id": "x"}}))
+    monkeypatch.setattr("queries.ingest.program_checks.Store", lambda path: type("Old", (), {"meta": StoreMeta(build_id="x")}))
     with pytest.raises(SyntaxCheckError, match="rebuilt during the syntax check"):
         check_syntax(tmp_path / "store", progress=False)
     assert (tmp_path / "store" / "index.parquet").read_bytes() == before

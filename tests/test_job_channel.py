@@ -1,4 +1,4 @@
-"""The parent's end of a job's result channel (`runner.sandbox.run._Channel`): gate requests are answered once
+"""The parent's end of a job's result channel (`runner.sandbox.run.ChannelReader`): gate requests are answered once
 held, and a job's claim on the GPU runs from its first request to its end, once, however the job ends."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 import threading
 
 from runner.gpu.gate import EXCLUSIVE, RELEASE, SHARED
-from runner.sandbox.run import _Channel
+from runner.sandbox.run import ChannelReader
 
 
 class RecordingGate:
@@ -34,7 +34,7 @@ def _channel(events: list[dict], ended_first: bool = False) -> tuple[RecordingGa
     gate = RecordingGate()
     result_r, result_w = os.pipe()
     control_r, control_w = os.pipe()
-    channel = _Channel(result_r, "key", gate, control_w)
+    channel = ChannelReader(result_r, "key", gate, control_w)
     if ended_first:
         channel.close_gate()
     channel.start()

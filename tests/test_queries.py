@@ -6,6 +6,7 @@ import io
 import json
 import math
 import os
+import re
 import statistics
 
 import pyarrow.parquet as pq
@@ -401,3 +402,40 @@ def test_the_kernel_page_takes_the_one_latest_verdict(fixture_store, tmp_path, m
     assert db.run("SELECT measured_error FROM programs WHERE id = 'train/000001'").to_pylist() == [
         {"measured_error": "timeout"}]
     assert api.row(fixture_store, "train/000002").latest_run is None
+
+
+def test_the_filter_is_passed_to_sql_once():
+    """Every question filters through `filtered($filter)` (sql/setup_filtered.sql), the one bound STRUCT of
+    `Filters.params`; none spells the filter's fields (the 8-argument call was pasted into 21 files, issue 44)."""
+    from queries.sql_files import SQL_DIR
+
+    calls = {}
+    for path in sorted(SQL_DIR.glob("*.sql")):
+        if path.name != "setup_filtered.sql":
+            calls.update({f"{path.name}: {c}": c for c in re.findall(r"(?:filtered|problem_table)\(([^)]*)\)", path.read_text())})
+    assert len(calls) >= 21
+    assert {call for call in calls.values() if not call.startswith(("$filter", "NULL"))} == set()
+    assert Filters(split="train", level=2).params() == {"filter": {
+        "split": "train", "holdout": None, "problem": None, "status": None, "error": None, "source": None, "level": 2,
+        "flag": None}}
+
+
+def test_one_version_keys_every_cache_of_a_store(fixture_store, tmp_path):
+    """meta.json is typed (`StoreMeta`, what it holds besides kept as written), and every cache of a store keys on
+    `store_version`, which the syntax check's rewrite moves too (the explorer's cached answers used to key on
+    `built_at`, which stage 2 leaves as it was: static errors it marks stayed unseen for a minute)."""
+    import shutil
+
+    from queries.store import StoreMeta, read_meta, store_version, write_meta
+
+    store = tmp_path / "store"
+    shutil.copytree(fixture_store, store)
+    meta = read_meta(store)
+    assert isinstance(meta, StoreMeta) and meta.rows_indexed == 15 - meta.rows_rejected
+    assert StoreMeta.from_dict(meta.to_dict()) == meta and "sources" in meta.rest
+    before = store_version(store)
+    os.utime(store / "meta.json", ns=(0, before - 1_000_000))  # an older clock tick, as a rebuild's write makes
+    older = store_version(store)
+    write_meta(store, meta.with_syntax_check({"done": True, "rows": 15}))  # what stage 2 does
+    assert store_version(store) != older and read_meta(store).built_at == meta.built_at
+    assert read_meta(store).syntax_check == {"done": True, "rows": 15}

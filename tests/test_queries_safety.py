@@ -237,7 +237,7 @@ def test_a_worker_outlives_the_session_thread_that_started_it(fixture_store):
 
 
 def test_workers_exit_with_their_parent(fixture_store, tmp_path):
-    script = ("import sys, time\nfrom queries import api, console_pool\n"
+    script = ("import sys, time\nfrom queries import api\nfrom queries.console import pool as console_pool\n"
               f"api.console({str(fixture_store)!r}, 'SELECT 1')\n"
               "print(*[w.proc.pid for w in console_pool._POOL._idle.values()], flush=True)\ntime.sleep(60)\n")
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,

@@ -325,7 +325,7 @@ def test_ingest_stores_flags_per_row_and_null_for_syntax_errors(tmp_path):
     assert [r["static_flags"] for r in index] == [[], ["torch_compute_in_forward", "kernel_never_called"], None,
                                                   ["threads", "timing_patch"]]
     assert index[2]["static_error"] == "syntax_error"
-    counts = Store(store).meta["syntax_check"]["static_flags"]
+    counts = Store(store).meta.syntax_check["static_flags"]
     assert counts == {"kernel_never_called": 1, "torch_compute_in_forward": 1, "threads": 1, "timing_patch": 1}
 
 

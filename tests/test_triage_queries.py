@@ -165,7 +165,7 @@ def test_ingest_copies_published_triage_into_the_store(tmp_path):
     store = tmp_path / "store"
     ingest([str(p) for p in paths], store, progress=False, workers=1, code_rows_per_group=4)
     assert (store / "triage" / "triage-cpu.jsonl").read_bytes() == published.read_bytes()
-    assert Store(store).meta["shipped_triage"] == [str(published)]
+    assert Store(store).meta.rest["shipped_triage"] == [str(published)]
     assert api.row(store, "train/000004").latest_triage["error_type"] == "compile_error"
 
 

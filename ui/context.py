@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from common.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from queries.store import StoreMeta
 
 
 @dataclass(frozen=True)
@@ -18,7 +22,8 @@ class StoreInfo:
     is_sample: bool
     rows: int
     built_at: str | None
-    meta: dict
+    meta: StoreMeta
+    version: int  # `queries.store.store_version`: the key of every cache of the store's answers
 
 
 def settings() -> Settings:
@@ -34,18 +39,11 @@ def _sample_store_path(store: str, cache_dir: str) -> str:
 
 
 @st.cache_resource(show_spinner=False)
-def _open_store(path: str, meta_mtime: float):
-    """A `queries.store.Store` handle, reopened when the store's meta.json changes (a rebuild)."""
+def _open_store(path: str, version: int):
+    """A `queries.store.Store` handle, reopened when the store's version changes (a rebuild, the syntax check)."""
     from queries.store import Store
 
     return Store(Path(path))
-
-
-def _meta_mtime(path: Path) -> float:
-    try:
-        return (path / "meta.json").stat().st_mtime
-    except OSError:
-        return -1.0
 
 
 def current_store(cfg: Settings | None = None) -> StoreInfo:
@@ -54,17 +52,19 @@ def current_store(cfg: Settings | None = None) -> StoreInfo:
     path = cfg.store
     if cfg.store_is_sample:
         path = Path(_sample_store_path(str(cfg.store), str(cfg.cache_dir)))
-    store = _open_store(str(path), _meta_mtime(path))
-    meta = dict(store.meta or {})
-    rows = int(meta.get("rows_indexed") or 0)
-    if rows == 0:
-        from queries.store import StoreError
+    from queries.store import StoreError, store_version
 
-        reasons = ", ".join(f"{reason}: {n}" for reason, n in (meta.get("reject_reasons") or {}).items())
-        read = meta.get("rows_read", 0)
+    version = store_version(path)
+    store = _open_store(str(path), version)
+    meta = store.meta
+    rows = int(meta.rows_indexed or 0)
+    if rows == 0:
+        reasons = ", ".join(f"{reason}: {n}" for reason, n in (meta.reject_reasons or {}).items())
+        read = meta.rows_read
         raise StoreError(f"{path}: the store holds no rows ({read} read from its sources"
                          + (f"; rejected: {reasons}" if reasons else "") + ")")
-    return StoreInfo(path=path, is_sample=cfg.store_is_sample, rows=rows, built_at=meta.get("built_at"), meta=meta)
+    return StoreInfo(path=path, is_sample=cfg.store_is_sample, rows=rows, built_at=meta.built_at, meta=meta,
+                     version=version)
 
 
 def store_path() -> Path:

@@ -1,4 +1,5 @@
-"""Cached query results the pages share: small, code-free tables keyed by store build and filters.
+"""Cached query results the pages share: small, code-free tables keyed by the store's version
+(`queries.store.store_version`: a rebuild or the syntax check changes it) and filters.
 
 `st.cache_data` entries live for `TTL_S` seconds so new run results show up soon; program text is never cached
 here (the row page fetches it per view through `queries.api.row`).
@@ -17,27 +18,27 @@ TTL_S = 60
 
 
 @st.cache_data(show_spinner=False, max_entries=16, ttl=TTL_S)
-def _holdout_groups(store: str, built_at: str | None) -> list[str]:
+def _holdout_groups(store: str, version: int) -> list[str]:
     groups = api.overview(store).groups.column("holdout_group").to_pylist()
     return sorted({g for g in groups if g})
 
 
 def holdout_groups(info) -> list[str]:
     """Holdout groups present in the store described by `info` (a `ui.context.StoreInfo`)."""
-    return _holdout_groups(str(info.path), info.built_at)
+    return _holdout_groups(str(info.path), info.version)
 
 
 @st.cache_data(show_spinner=False, max_entries=64, ttl=TTL_S)
-def _overview(store: str, built_at: str | None, filters: tuple) -> api.Overview:
+def _overview(store: str, version: int, filters: tuple) -> api.Overview:
     return api.overview(store, Filters(*filters))
 
 
 def overview(info, f: Filters) -> api.Overview:
-    return _overview(str(info.path), info.built_at, astuple(f))
+    return _overview(str(info.path), info.version, astuple(f))
 
 
 @st.cache_data(show_spinner="Scoring the predictions…", max_entries=4, ttl=TTL_S)
-def _scored(store: str, built_at: str | None, data: bytes, name: str):
+def _scored(store: str, version: int, data: bytes, name: str):
     from queries.scoring.metrics import score_predictions
     from queries.scoring.predictions import read_predictions
 
@@ -46,4 +47,4 @@ def _scored(store: str, built_at: str | None, data: bytes, name: str):
 
 def scored(info, data: bytes, name: str):
     """(metrics table, ids the store lacks) of a predictions file's bytes; raises `PredictionsError`."""
-    return _scored(str(info.path), info.built_at, data, name)
+    return _scored(str(info.path), info.version, data, name)

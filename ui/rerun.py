@@ -11,10 +11,9 @@ from __future__ import annotations
 import streamlit as st
 
 from runner import profiles
-from ui import context, runner_state
+from ui import context, runner_job, runner_state
 from ui.text import md, md_code
 
-_POLL_S = 1.0
 PROFILES = {**{name: f"{name} ({p.summary})" for name, p in profiles.PROFILES.items()},
             profiles.CUSTOM: "custom tolerance"}
 
@@ -61,23 +60,19 @@ def rerun_panel(row_id: str, cfg) -> dict | None:
         options = profile_options(row_id)
         cols = st.columns([2, 1, 3])  # wide enough for the whole label at 1400 px
         if cols[0].button("Re-run this program", key=f"rerun::{row_id}", type="primary"):
-            try:
-                job = client.submit(row_id=row_id, **options)
-            except (RunnerError, RunnerUnavailable) as error:
-                st.error(f"Could not submit the job: {md(error)}")
+            if not runner_job.submit(key, "job", lambda: client.submit(row_id=row_id, **options)):
                 return None
-            st.session_state[key] = {"id": job["id"], "state": job.get("state", "queued"), "result": None}
-        job = st.session_state.get(key)
+        job = runner_job.current(key)
         if not job:
             return None
-        if job["state"] not in ("done", "cancelled"):
+        if not runner_job.is_final(job):
             if cols[1].button("Cancel", key=f"cancel::{row_id}"):
                 try:
                     st.session_state[key] = client.cancel(job["id"]) | {"id": job["id"]}
                 except (RunnerError, RunnerUnavailable) as error:
                     st.error(f"Could not cancel job {md_code(job['id'])}: {md(error)}")
                 st.rerun()
-            _poll(client, row_id)
+            runner_job.poll(client, key, "job", lambda latest: f"Job {md_code(latest['id'])} is {md(latest['state'])}…")
             return None
         if job.get("state") == "cancelled" and not job.get("result"):
             st.warning(f"Job {md_code(job['id'])} was cancelled.")
@@ -85,26 +80,6 @@ def rerun_panel(row_id: str, cfg) -> dict | None:
     from common.results_log import flatten_result
 
     return flatten_result(job.get("result") or {}, "(this session)", 0) | {"job_id": job["id"]}
-
-
-@st.fragment(run_every=_POLL_S)
-def _poll(client, row_id: str) -> None:
-    """Ask the service for the job's state once per run; on a final state rerun the page to show the verdict."""
-    from runner.service.client import RunnerError, RunnerUnavailable
-
-    key = _job_key(row_id)
-    job = st.session_state.get(key)
-    if not job:
-        return
-    try:
-        latest = client.job(job["id"])
-    except (RunnerError, RunnerUnavailable) as error:
-        st.warning(f"Lost contact with the runner while polling job {md_code(job['id'])}: {md(error)}")
-        return
-    st.session_state[key] = latest
-    if latest["state"] in ("done", "cancelled"):
-        st.rerun(scope="app")
-    st.status(f"Job {md_code(latest['id'])} is {md(latest['state'])}…", state="running")
 
 
 def runner_summary(url: str, health: dict) -> str:

@@ -12,10 +12,9 @@ from datetime import UTC, datetime
 
 import streamlit as st
 
-from ui import compare, context, rerun, runner_state
+from ui import compare, context, rerun, runner_job, runner_state
 from ui.text import md, md_code
 
-_POLL_S = 1.0
 SIDES = {"a": "A", "b": "B"}  # the pair job's members -> the page's columns
 NOTE = ("**Re-run both** queues one pair job: the runner times A, then B, back to back on one GPU under this "
         "profile, each program in its own sandbox, so their times compare same-machine.")
@@ -31,7 +30,7 @@ def _key(a: str, b: str) -> str:
 def rerun_both_panel(a: str, b: str, cfg) -> dict[str, dict]:
     """The controls; returns the finished runs of this session's "Re-run both" by side ("A", "B": flat run rows,
     with the pair job's id in `pair_job`), after saying what the pair job measured."""
-    from runner.service.client import RunnerError, RunnerUnavailable, runs_pair_jobs
+    from runner.service.client import runs_pair_jobs
 
     if cfg.read_only:
         return {}
@@ -49,17 +48,14 @@ def rerun_both_panel(a: str, b: str, cfg) -> dict[str, dict]:
         options = rerun.profile_options(f"compare::{a}::{b}")
         st.caption(NOTE)
         if st.button("Re-run both", key=f"rerun_both::{a}::{b}", type="primary"):
-            try:
-                job = client.submit_pair({"row_id": a}, {"row_id": b}, force=True, **options)
-            except (RunnerError, RunnerUnavailable) as error:
-                st.error(f"Could not submit the pair job: {md(error)}")
+            if not runner_job.submit(key, "pair job", lambda: client.submit_pair({"row_id": a}, {"row_id": b},
+                                                                                force=True, **options)):
                 return {}
-            st.session_state[key] = {"id": job["id"], "state": job.get("state", "queued"), "result": None}
-        job = st.session_state.get(key)
+        job = runner_job.current(key)
         if not job:
             return {}
-        if job["state"] not in ("done", "cancelled"):
-            _poll(client, key)
+        if not runner_job.is_final(job):
+            runner_job.poll(client, key, "pair job", _progress)
             return {}
         if not job.get("result"):
             st.warning(f"Pair job {md_code(job['id'])} was cancelled.")
@@ -100,22 +96,8 @@ def pair_summary(result: dict, runs: dict[str, dict]) -> str:
     return f"Pair job {md_code(result.get('job_id'))}: {sides} · {measured} · {same}"
 
 
-@st.fragment(run_every=_POLL_S)
-def _poll(client, key: str) -> None:
-    """The pair job's state once per run, each member's own; when final, rerun the page to show the verdicts."""
-    from runner.service.client import RunnerError, RunnerUnavailable
-
-    job = st.session_state.get(key)
-    if not job:
-        return
-    try:
-        latest = client.job(job["id"])
-    except (RunnerError, RunnerUnavailable) as error:
-        st.warning(f"Lost contact with the runner while polling pair job {md_code(job['id'])}: {md(error)}")
-        return
-    st.session_state[key] = latest
-    if latest["state"] in ("done", "cancelled"):
-        st.rerun(scope="app")
+def _progress(job: dict) -> str:
+    """A pair job on its way: its state and each member's own."""
     members = " · ".join(f"{SIDES.get(m.get('label'), '?')} {md_code(m.get('row_id'))} {md(m.get('state'))}"
-                         for m in latest.get("members") or [])
-    st.status(f"Pair job {md_code(latest['id'])} is {md(latest['state'])}: {members} …", state="running")
+                         for m in job.get("members") or [])
+    return f"Pair job {md_code(job['id'])} is {md(job['state'])}: {members} …"

@@ -7,8 +7,8 @@ never count. What each flag means is in common/checks.py; how each is found:
 
 - *reach*: from `ModelNew.forward`, every name and attribute it mentions, transitively through the candidate's
   functions and methods of those names (a class mentioned brings its methods but `__init__`/`backward`), and
-  through what `self.<attr>` was assigned anywhere (`self.fn = wrapper`). A kernel (a def decorated `@jit`,
-  `@autotune` or `@heuristics`, not `torch.jit`) mentioned on the way is reached.
+  through what `self.<attr>` was assigned anywhere (`self.fn = wrapper`). A Triton kernel
+  (`common/program/syntax_rules.py`) mentioned on the way is reached.
 - `kernel_never_called`: kernels are defined and none is reached (or ModelNew has no `forward`).
 - `torch_compute_in_forward`: in the reached functions (kernels aside), a call of a torch compute op through
   `torch.`/`F.`/`nn.functional.` or an imported name, a tensor method of one (`x.relu()`, `x.sum()`), `@`, or
@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from common.checks import STATIC_FLAGS
 from common.program import hack_names as vocab
+from common.program.syntax_rules import is_kernel, triton_aliases
 
 _LOW_PRECISION_TEXT = re.compile(r"float16|bfloat16|\.half\(|torch\.half\b")
 
@@ -44,22 +45,26 @@ _NEEDLES = {"threads": ("thread", "Thread", "multiprocessing", "concurrent", "fo
 
 @dataclass(frozen=True)
 class ReferenceInfo:
-    """What the checks need of the reference part: its import aliases and whether it uses fp16/bf16 itself."""
+    """What the checks need of the reference part: its import aliases (and those of triton's names:
+    `syntax_rules.triton_aliases`) and whether it uses fp16/bf16 itself."""
 
     aliases: dict[str, str] = field(default_factory=dict)
     low_precision: bool = False
+    triton: dict[str, str] = field(default_factory=dict)
 
 
 def reference_info(reference: str, tree: ast.Module | None) -> ReferenceInfo:
     return ReferenceInfo(_aliases(tree.body) if tree is not None else {},
-                         bool(_LOW_PRECISION_TEXT.search(reference)))
+                         bool(_LOW_PRECISION_TEXT.search(reference)),
+                         triton_aliases(tree.body) if tree is not None else {})
 
 
 def static_flags(candidate: list[ast.stmt], ref: ReferenceInfo, text: str) -> list[str]:
     """The static flags of a candidate part (its top-level statements; `text`: its source), in `common.checks`
     order."""
     wanted = frozenset(name for name, needles in _NEEDLES.items() if any(needle in text for needle in needles))
-    found = _Program(candidate, {**ref.aliases, **_aliases(candidate)}, wanted).flags(ref)
+    found = _Program(candidate, {**ref.aliases, **_aliases(candidate)}, {**ref.triton, **triton_aliases(candidate)},
+                     wanted).flags(ref)
     return [name for name in STATIC_FLAGS if name in found]
 
 
@@ -86,27 +91,6 @@ def _aliases(body: Iterable[ast.stmt]) -> dict[str, str]:
             for a in stmt.names:
                 aliases[a.asname or a.name] = f"{stmt.module}.{a.name}"
     return aliases
-
-
-def _decorator_name(node: ast.expr) -> tuple[str | None, str | None]:
-    """(last name, root name) of a decorator, its call's arguments dropped."""
-    if isinstance(node, ast.Call):
-        node = node.func
-    name = dotted(node)
-    if name is None:
-        return None, None
-    parts = name.split(".")
-    return parts[-1], parts[0]
-
-
-def _is_kernel(fn: ast.AST) -> bool:
-    if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
-        return False
-    for d in fn.decorator_list:
-        last, root = _decorator_name(d)
-        if last in vocab.KERNEL_DECORATORS and root != "torch":
-            return True
-    return False
 
 
 _SKIP_FIELDS = frozenset({"ctx", "type_comment", "kind", "id", "attr", "name"})  # contexts and plain strings
@@ -151,8 +135,9 @@ class _Program:
     """The candidate's definitions by name, gathered in one walk: per function (kernels apart) the names and
     attributes it mentions and the calls it makes, and what `self.<attr>` was assigned anywhere."""
 
-    def __init__(self, body: list[ast.stmt], aliases: dict[str, str], wanted: frozenset[str]):
+    def __init__(self, body: list[ast.stmt], aliases: dict[str, str], triton: dict[str, str], wanted: frozenset[str]):
         self.aliases = aliases
+        self.triton = triton  # `syntax_rules.triton_aliases`: which decorators make a Triton kernel
         self.kernels: set[str] = set()
         self.functions: dict[str, list[ast.AST]] = {}
         self.classes: dict[str, ast.ClassDef] = {}
@@ -181,7 +166,7 @@ class _Program:
                 if kind is ast.Call:
                     self._call(node, wanted)
             elif kind in _FUNCTION:
-                if _is_kernel(node):
+                if is_kernel(node, self.triton):
                     self.kernels.add(node.name)
                     in_kernel = True
                 elif not in_kernel:
@@ -216,7 +201,7 @@ class _Program:
                 elif isinstance(value, ast.AST):
                     stack.append((value, owner, in_kernel))
         self.forward = [m for m in (model_new.body if model_new else []) if isinstance(m, _FUNCTION)
-                        and m.name == "forward" and not _is_kernel(m)]
+                        and m.name == "forward" and not is_kernel(m, self.triton)]
 
     def _attribute(self, node: ast.Attribute, wanted: frozenset[str], in_kernel: bool) -> None:
         attr = node.attr
@@ -264,7 +249,7 @@ class _Program:
             else:  # a statement or an expression (a try's body, a value assigned to self.<attr> or a global)
                 names = {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node)
                          if isinstance(n, ast.Name | ast.Attribute)} - seen
-                stack.extend(n for n in ast.walk(node) if isinstance(n, _FUNCTION) and not _is_kernel(n))
+                stack.extend(n for n in ast.walk(node) if isinstance(n, _FUNCTION) and not is_kernel(n, self.triton))
             seen |= names
             kernel = kernel or not self.kernels.isdisjoint(names)
             for name in names:

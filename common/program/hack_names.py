@@ -4,7 +4,6 @@ frame and precision names, the torch settings a candidate may set, allocations a
 
 from __future__ import annotations
 
-KERNEL_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
 COMPUTE_OPS = frozenset("""
 matmul mm bmm addmm addmv addbmm baddbmm mv dot einsum tensordot linear bilinear conv1d conv2d conv3d
 conv_transpose1d conv_transpose2d conv_transpose3d relu relu6 gelu silu sigmoid tanh softmax log_softmax softmin

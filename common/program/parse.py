@@ -1,9 +1,9 @@
 """Split one dataset program into its reference and Triton candidate, without executing it.
 
 `parse_program(x)` parses the program with `ast` and walks its top-level statements: the candidate starts at
-the first statement that belongs to it (an `import triton`/`from triton ...` after the reference `Model`, a
-Triton-decorated def, `class ModelNew`, or helpers, constants and imports just above those that only the
-candidate uses); the reference is everything before. Programs that do not parse fall back to the text rules
+the first statement that belongs to it (where `common/program/syntax_rules.py` starts it: an `import
+triton`/`from triton ...` after the reference `Model`, a Triton kernel, `class ModelNew`; or helpers, constants
+and imports just above those that only the candidate uses); the reference is everything before. Programs that do not parse fall back to the text rules
 ingest uses for every row (`common/program/text_rules.py`: the line where the candidate starts, plus the import lines
 just above it; kernels by their decorators).
 
@@ -23,18 +23,14 @@ import io
 import json
 import re
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.checks import STATIC_ERRORS as CHECK_STATIC_ERRORS
+from common.checks import first_static_error
 from common.program.shapes import input_shapes
+from common.program.syntax_rules import candidate_start, is_kernel, kernel_kind, statements, triton_aliases
 from common.program.text_rules import candidate_key, program_candidate_key, python_regex, text_cut
 
-# every static finding, in ingest's order of precedence (declared in common/checks.py); `unavailable_import` and
-# `forward_arity_mismatch` come from ingest's text rules alone (common/program/text_rules.py), the others from this module too
-STATIC_ERRORS = CHECK_STATIC_ERRORS
-_KERNEL_DECORATORS = {"jit", "autotune", "heuristics"}
 _TITLE_MAX = 100
 _SUMMARY_MAX = 60
 _MAX_OPS = 4
@@ -92,7 +88,7 @@ def parse_program(x: str) -> ParsedProgram:
 def _parse_ast(x: str, tree: ast.Module) -> ParsedProgram:
     lines = io.StringIO(x, newline="").readlines()  # the line breaks ast counts: \n, \r\n, \r
     body = tree.body
-    aliases = _triton_aliases(tree)
+    aliases = triton_aliases(statements(tree.body))
     start = _candidate_start(body, aliases)
     cut = _reference_end(lines, _first_line(body[start])) if start < len(body) else len(x)
     reference, candidate = x[:cut], x[cut:]
@@ -102,16 +98,11 @@ def _parse_ast(x: str, tree: ast.Module) -> ParsedProgram:
     model = _first_class(ref_body, "Model")
     problem_key, title = _reference_key(reference, ref_body, model)
     defined = _top_level_names(body)
-    if not any(isinstance(s, ast.ClassDef) and s.name == "ModelNew" for s in cand_body):
-        error = "no_model_new"
-    elif model is None:
-        error = "no_reference"
-    elif not {"get_inputs", "get_init_inputs"} <= defined:
-        error = "no_get_inputs"
-    elif not kernels:
-        error = "no_triton_kernel"
-    else:
-        error = "ok_static"
+    found = {"no_model_new": not any(isinstance(s, ast.ClassDef) and s.name == "ModelNew" for s in cand_body),
+             "no_reference": model is None,
+             "no_get_inputs": not {"get_inputs", "get_init_inputs"} <= defined,
+             "no_triton_kernel": not kernels}
+    error = first_static_error({name for name, applies in found.items() if applies})
     return ParsedProgram(
         reference=reference,
         candidate=candidate,
@@ -134,7 +125,7 @@ def _reference_key(reference: str, ref_body: list[ast.stmt], model: ast.ClassDef
         if init and "?" not in init:
             shapes = [*shapes, f"init({', '.join(init)})"]
         kept = [s for s in ref_body if not isinstance(s, ast.Import | ast.ImportFrom) and not _is_bare_string(s)]
-        for node in _statements(kept):  # drop docstrings (the title is taken above); only on a cache miss
+        for node in statements(kept):  # drop docstrings (the title is taken above); only on a cache miss
             for name in ("body", "orelse", "finalbody"):
                 children = getattr(node, name, None)
                 if children and any(_is_bare_string(c) for c in children):
@@ -147,76 +138,16 @@ def _reference_key(reference: str, ref_body: list[ast.stmt], model: ast.ClassDef
     return cached
 
 
-def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Every statement, nested ones included (bodies of defs, classes, if/for/while/with/try), no expressions."""
-    stack = list(reversed(body))
-    while stack:
-        node = stack.pop()
-        yield node
-        for name in ("body", "orelse", "finalbody", "handlers"):
-            children = getattr(node, name, None)
-            if children:
-                stack.extend(reversed(children))
-        for case in getattr(node, "cases", ()):
-            stack.extend(reversed(case.body))
-
-
 def _is_bare_string(node: ast.stmt) -> bool:
     return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
 
 
-def _triton_aliases(tree: ast.Module) -> dict[str, str]:
-    """Local name -> what it stands for: "triton" for the module, else the imported attribute ("jit")."""
-    aliases = {"triton": "triton"}
-    for node in _statements(tree.body):
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                if a.name == "triton" or a.name.startswith("triton."):
-                    aliases[(a.asname or a.name).split(".")[0]] = "triton"
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "triton":
-            for a in node.names:
-                aliases[a.asname or a.name] = a.name
-    return aliases
-
-
-def _decorator_kind(dec: ast.expr, aliases: dict[str, str]) -> str | None:
-    """"jit"/"autotune"/"heuristics" when `dec` is a Triton kernel decorator (called or not), else None."""
-    if isinstance(dec, ast.Call):
-        dec = dec.func
-    if isinstance(dec, ast.Name):
-        kind = aliases.get(dec.id)
-        return kind if kind in _KERNEL_DECORATORS else None
-    if isinstance(dec, ast.Attribute) and dec.attr in _KERNEL_DECORATORS:
-        root = dec.value
-        while isinstance(root, ast.Attribute):
-            root = root.value
-        if isinstance(root, ast.Name) and aliases.get(root.id) == "triton":
-            return dec.attr
-    return None
-
-
-def _is_kernel_def(node: ast.AST, aliases: dict[str, str]) -> bool:
-    return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(
-        _decorator_kind(d, aliases) for d in node.decorator_list
-    )
-
-
-def _is_triton_import(node: ast.stmt) -> bool:
-    if isinstance(node, ast.Import):
-        return any(a.name == "triton" or a.name.startswith("triton.") for a in node.names)
-    return isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "triton"
-
-
 def _candidate_start(body: list[ast.stmt], aliases: dict[str, str]) -> int:
-    """Index of the first top-level statement of the candidate (len(body) when there is none)."""
+    """Index of the first top-level statement of the candidate (len(body) when there is none): where
+    `syntax_rules.candidate_start` starts it, pulled up over the helpers, constants and imports just above that
+    only the candidate uses."""
     model_at = next((i for i, s in enumerate(body) if isinstance(s, ast.ClassDef) and s.name == "Model"), -1)
-    start = len(body)
-    for i, s in enumerate(body):
-        is_new = isinstance(s, ast.ClassDef) and s.name == "ModelNew"
-        is_copy = isinstance(s, ast.ClassDef) and s.name == "Model"  # a second Model (the first is model_at)
-        if is_new or (i > model_at and (is_copy or _is_triton_import(s) or _is_kernel_def(s, aliases))):
-            start = i
-            break
+    start = candidate_start(body, aliases)
     if start == len(body):
         return start
     cand_loads: set[str] | None = None  # names the candidate uses; computed only if a helper may precede it
@@ -280,10 +211,10 @@ def _reference_end(lines: list[str], first_line: int) -> int:
 
 def _kernels(tree: ast.Module, lines: list[str], aliases: dict[str, str]) -> list[Kernel]:
     kernels = []
-    for node in _statements(tree.body):
-        if _is_kernel_def(node, aliases):
+    for node in statements(tree.body):
+        if is_kernel(node, aliases):
             first = _first_line(node)
-            kinds = {_decorator_kind(d, aliases) for d in node.decorator_list}
+            kinds = {kernel_kind(d, aliases) for d in node.decorator_list}
             source = "".join(lines[first - 1 : node.end_lineno])
             kernels.append(Kernel(node.name, source, "autotune" in kinds, first))
     return sorted(kernels, key=lambda k: k.lineno)

@@ -41,10 +41,13 @@ import re
 import sys
 from functools import lru_cache
 
+from common.program.syntax_rules import KERNEL_DECORATORS
+
 _TRITON_IMPORT = r"[ \t]*(?:import|from)[ \t]+triton\b"
 _MODEL = r"class[ \t]+Model\b"
 _MODEL_NEW = r"class[ \t]+ModelNew\b"
-_KERNEL_AT = r"@(?:\w+\.)?(?:jit|autotune|heuristics)"
+# a Triton kernel's decorator (`syntax_rules.KERNEL_DECORATORS`), as text: any name before it, no import read
+_KERNEL_AT = r"@(?:\w+\.)?(?:" + "|".join(KERNEL_DECORATORS) + ")"
 _STARTS_AFTER_MODEL = rf"(?:{_TRITON_IMPORT}|{_MODEL_NEW}|{_MODEL}|{_KERNEL_AT}\b)"
 _STARTS_ANYWHERE = rf"(?:{_TRITON_IMPORT}|{_MODEL_NEW}|{_KERNEL_AT}\b)"
 _IMPORTED = r"(?:from|import)[ \t]+([A-Za-z_]\w*)"

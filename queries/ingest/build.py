@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from common.checks import outranked_by
 from common.errors import TlxError
 from queries.ingest.code_writer import CodeWriter
 from queries.ingest.fields_scan import connect, finish_batch, scan_decoded, scan_parquet
@@ -215,7 +216,8 @@ def _write_index(tmp: Path, spilled: list[FileRows], refs: References, writer: C
     try:
         con.register("rows", _located_rows(spilled, writer))
         con.register("refs", refs.table())
-        answer = con.sql(sql_text("ingest_index")).to_arrow_reader(INDEX_BATCH_ROWS)
+        answer = con.sql(sql_text("ingest_index"), params={"outranked_by_arity": list(outranked_by("forward_arity_mismatch"))})
+        answer = answer.to_arrow_reader(INDEX_BATCH_ROWS)
         with pq.ParquetWriter(tmp / INDEX_FILE, INDEX_SCHEMA, compression="zstd") as out:
             for batch in answer:
                 out.write_table(pa.Table.from_batches([batch]).cast(INDEX_SCHEMA))

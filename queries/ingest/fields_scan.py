@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from common.checks import STATIC_ERRORS, outranked_by
 from common.program.text_rules import AVAILABLE_MODULES, PATTERNS
 from common.row_id import ROW_ID_FORMAT
 from queries.ingest.read import Batch
@@ -48,7 +49,7 @@ def connect(threads: int, memory_limit: str) -> duckdb.DuckDBPyConnection:
 
 def _params(f: SourceFile, first_row: int) -> dict:
     values = {"split": f.split, "first_row": first_row, "source_file": f.path.name, "row_id_format": ROW_ID_FORMAT,
-              **PATTERNS}
+              "static_errors": list(STATIC_ERRORS), **PATTERNS}
     return {name: values[name] for name in set(re.findall(r"\$(\w+)", sql_text("ingest_fields")))}
 
 
@@ -111,13 +112,14 @@ def finish_batch(rb: pa.RecordBatch, known_refs: Container[tuple[int, int]]) -> 
 
 
 def _with_unavailable_imports(static_error: pa.Array, imported: pa.ListArray) -> pa.Array:
-    """`static_error`, with `unavailable_import` instead of `no_triton_kernel`/`ok_static` for rows that import,
-    at top level, a package the runner's environment lacks."""
+    """`static_error`, with `unavailable_import` instead of the errors it outranks (`no_triton_kernel`,
+    `ok_static`: `common.checks.outranked_by`) for rows that import, at top level, a package the runner's
+    environment lacks."""
     missing = pc.invert(pc.is_in(imported.flatten(), value_set=pa.array(AVAILABLE_MODULES, pa.string())))
     rows = np.unique(pc.list_parent_indices(imported).to_numpy()[missing.to_numpy(zero_copy_only=False)])
     if len(rows) == 0:
         return static_error
     mask = np.zeros(len(static_error), bool)
     mask[rows] = True
-    refinable = pc.is_in(static_error, value_set=pa.array(["no_triton_kernel", "ok_static"]))
+    refinable = pc.is_in(static_error, value_set=pa.array(outranked_by("unavailable_import"), pa.string()))
     return pc.if_else(pc.and_(pa.array(mask), refinable), "unavailable_import", static_error)

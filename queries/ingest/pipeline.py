@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import glob
 import hashlib
-import json
 import os
 import shutil
 import time
@@ -31,7 +30,7 @@ from queries.ingest.read import BadFile, check_file
 from queries.ingest.search_build import build_search_index
 from queries.ingest.signals import sigterm_interrupts
 from queries.ingest.sources import resolve_sources
-from queries.store import META_FILE, SCHEMA_VERSION, write_meta
+from queries.store import META_FILE, SCHEMA_VERSION, StoreError, StoreMeta, read_meta, write_meta
 
 __all__ = ["IngestError", "format_summary", "ingest"]
 
@@ -102,7 +101,7 @@ def ingest(
             _refuse_shrinking(summary, store)
         summary["shipped_runs"] = _copy_shipped_runs(checked, tmp)
         summary["shipped_triage"] = _copy_shipped(checked, tmp, "triage-*.jsonl", TRIAGE)
-        write_meta(tmp, summary)
+        write_meta(tmp, StoreMeta.from_dict(summary))
         _swap(tmp, store)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -157,8 +156,8 @@ def _refuse_shrinking(summary: dict, store: Path) -> None:
 def _rows_indexed(store: Path) -> int:
     """Rows of the store about to be replaced (0 when there is none or its meta.json is unreadable)."""
     try:
-        return int(json.loads((store / META_FILE).read_text()).get("rows_indexed") or 0)
-    except (OSError, ValueError, AttributeError):
+        return int(read_meta(store).rows_indexed or 0)
+    except StoreError:
         return 0
 
 

@@ -15,7 +15,6 @@ reconnects when meta.json changes). Interrupted or failed, it leaves the store a
 from __future__ import annotations
 
 import ast
-import json
 import os
 import time
 import warnings
@@ -27,12 +26,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from common.checks import outranked_by
 from common.errors import TlxError
 from common.program.hack_checks import ReferenceInfo, reference_info, static_flags
 from queries.ingest.processes import process_pool, stop_pool
 from queries.ingest.progress import Progress, say
 from queries.ingest.signals import sigterm_interrupts
-from queries.store import INDEX_FILE, META_FILE, Store, code_path, replace_file, write_meta
+from queries.store import INDEX_FILE, Store, code_path, read_meta, replace_file, write_meta
 
 PARALLEL_MIN_ROWS = 5000  # below this, starting worker processes costs more than it saves
 TASK_ROWS = 2048
@@ -51,7 +51,7 @@ def check_syntax(store: str | Path, *, workers: int | None = None, progress: boo
     """Run stage 2 on `store`; returns (and records in meta.json) `{done, rows, syntax_errors, seconds}`."""
     started = time.monotonic()
     store = Path(store).expanduser().resolve()
-    build_id = Store(store).meta.get("build_id")
+    build_id = Store(store).meta.build_id
     index = pq.read_table(store / INDEX_FILE)
     tasks = _tasks(store, index)
     meter = Progress(index.num_rows, progress, "programs checked")
@@ -161,7 +161,8 @@ def _compiled(source: str) -> ast.Module | None:
 def _marked(index: pa.Table, flags: dict[str, list[str] | None]) -> pa.Table:
     bad = [row_id for row_id, found in flags.items() if found is None]
     is_bad = pc.is_in(index["id"], value_set=pa.array(bad, pa.string()))
-    static = pc.if_else(is_bad, pa.scalar("syntax_error"), index["static_error"])
+    outranked = pc.is_in(index["static_error"], value_set=pa.array(outranked_by("syntax_error"), pa.string()))
+    static = pc.if_else(pc.and_(is_bad, outranked), pa.scalar("syntax_error"), index["static_error"])
     mode = pc.if_else(is_bad, pa.scalar("text"), pa.scalar("ast"))
     found = pa.array([flags.get(row_id) for row_id in index["id"].to_pylist()], pa.list_(pa.string()))
     index = index.set_column(index.schema.get_field_index("static_error"), "static_error", static)
@@ -172,10 +173,9 @@ def _marked(index: pa.Table, flags: dict[str, list[str] | None]) -> pa.Table:
 
 def _publish(store: Path, build_id: str | None, index: pa.Table, result: dict) -> None:
     """Replace index.parquet, then meta.json, unless the store was rebuilt meanwhile."""
-    meta_path = store / META_FILE
-    meta = json.loads(meta_path.read_text())
-    if meta.get("build_id") != build_id:
+    meta = read_meta(store)
+    if meta.build_id != build_id:
         raise SyntaxCheckError(f"{store} was rebuilt during the syntax check; run `python -m queries "
                                f"check-syntax --store {store}` again")
     replace_file(store / INDEX_FILE, lambda path: pq.write_table(index, path, compression="zstd"))
-    write_meta(store, {**meta, "syntax_check": result})
+    write_meta(store, meta.with_syntax_check(result))

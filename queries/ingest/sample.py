@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import fcntl
-import json
 from pathlib import Path
 
 from common.settings import SAMPLE_DIR, Settings
 from queries.ingest.pipeline import ingest
-from queries.store import META_FILE, SCHEMA_VERSION, StoreError
+from queries.store import META_FILE, SCHEMA_VERSION, StoreError, read_meta
 
 
 def sample_files() -> list[Path]:
@@ -33,12 +32,9 @@ def ensure_sample_store(settings: Settings) -> Path:
 
 
 def _is_stale(store: Path, files: list[Path]) -> bool:
-    meta = store / META_FILE
-    if not meta.is_file():
-        return True
     try:
-        if json.loads(meta.read_text()).get("schema_version") != SCHEMA_VERSION:
+        if read_meta(store).schema_version != SCHEMA_VERSION:
             return True
-    except (OSError, ValueError):
+    except StoreError:
         return True
-    return meta.stat().st_mtime < max(f.stat().st_mtime for f in files)
+    return (store / META_FILE).stat().st_mtime < max(f.stat().st_mtime for f in files)

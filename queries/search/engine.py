@@ -37,6 +37,7 @@ from queries.search.lines import LineQuery, literal_query, literal_regex
 from queries.search.regex import line_rule, required_literals
 from queries.search.rewrite import line_patterns
 from queries.search.scan import Group, Scanned, Scanner
+from queries.store import store_version
 
 MAX_LIMIT = 1000
 MEMO_BYTES = 64 << 20  # matching rows (ids and locations) of recent complete searches, per process
@@ -162,7 +163,7 @@ def search_code(store: Path | str, pattern: str, regex: bool = False, limit: int
         return _matches(texts, pattern, regex_or_none, ignore_case)
 
     # filtered searches are not remembered: a filter on measured verdicts changes with new run results
-    key = (str(db.store.path), db.store.meta.get("build_id"), pattern, regex, ignore_case) if f.is_empty else None
+    key = (str(db.store.path), store_version(db.store.path), pattern, regex, ignore_case) if f.is_empty else None
 
     def answer() -> tuple[tuple, int | None]:
         index = open_index(db.store.path)

@@ -11,10 +11,7 @@ WITH latest AS (
 crossed AS (
     SELECT l.profile, p.ok AS label_ok, l.status = 'ok' AS measured_ok, l.median_ms / nullif(p.y, 0) AS ratio
     FROM latest l
-    JOIN filtered(
-        $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
-        $f_source::VARCHAR,
-    $f_level::INTEGER, $f_flag::VARCHAR, $f_triage::VARCHAR, $f_triage_error::VARCHAR) p ON p.id = l.row_id
+    JOIN filtered($filter) p ON p.id = l.row_id
     WHERE $profile::VARCHAR IS NULL OR l.profile = $profile::VARCHAR
 )
 SELECT

@@ -1,9 +1,6 @@
 -- The fastest correct row of each problem among the filtered rows that pass the candidate filter
 -- (`is_candidate`, see setup_filtered.sql), ties by id.
-SELECT * FROM filtered(
-    $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
-    $f_source::VARCHAR,
-    $f_level::INTEGER, $f_flag::VARCHAR, $f_triage::VARCHAR, $f_triage_error::VARCHAR)
+SELECT * FROM filtered($filter)
 WHERE ok AND is_candidate(n_kernels, flagged, $c_no_triton::BOOLEAN, $c_flagged::BOOLEAN)
 QUALIFY row_number() OVER (PARTITION BY problem_key ORDER BY y, id) = 1
 ORDER BY problem_key;

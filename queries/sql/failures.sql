@@ -5,14 +5,11 @@
 -- ('ok_static' = nothing found). `basis` says what each count rests on (the GPU, the triage's torch and target).
 -- With an error-source filter every row is counted by that source.
 WITH rows AS (
-    SELECT * FROM filtered(
-        $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
-    $f_source::VARCHAR,
-    $f_level::INTEGER, $f_flag::VARCHAR, $f_triage::VARCHAR, $f_triage_error::VARCHAR)
+    SELECT * FROM filtered($filter)
     WHERE NOT ok OR measured_status = 'failed'
 ),
 sourced AS (
-    SELECT *, cause_source($f_source::VARCHAR, measured_status, triage_status) AS source FROM rows
+    SELECT *, cause_source($filter['source']::VARCHAR, measured_status, triage_status) AS source FROM rows
 ),
 causes AS (
     SELECT s.problem_key, s.source,

@@ -7,9 +7,7 @@
 -- Hash aggregates and joins only (no window sort over the problem's rows).
 WITH rows AS (
     SELECT id, y, split, n_kernels, kernel_names, autotuned, cand_chars, candidate_key, run_flags, static_flags
-    FROM filtered(
-        $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
-        $f_source::VARCHAR, $f_level::INTEGER, $f_flag::VARCHAR, $f_triage::VARCHAR, $f_triage_error::VARCHAR)
+    FROM filtered($filter)
     WHERE ok AND is_candidate(n_kernels, flagged, $c_no_triton::BOOLEAN, $c_flagged::BOOLEAN)
 ),
 folded AS (

@@ -2,10 +2,7 @@
 -- kind, label, meaning and hack (the `checks` table; `ref_<name>`: the runner's flag about the reference's timing;
 -- a flag this version does not know has kind 'unknown').
 WITH rows AS (
-    SELECT static_flags, run_flags FROM filtered(
-        $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
-        $f_source::VARCHAR,
-        $f_level::INTEGER, $f_flag::VARCHAR, $f_triage::VARCHAR, $f_triage_error::VARCHAR)
+    SELECT static_flags, run_flags FROM filtered($filter)
 ), counted AS (
     -- static and run flags have no name in common, and run_flags holds each name once: one row counts once
     SELECT flag, count(*) AS rows

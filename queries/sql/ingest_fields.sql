@@ -33,6 +33,18 @@ WITH named AS (
            list_transform(regexp_extract_all(x, $kernel_match, 0),
                           lambda m: regexp_extract(m, $last_word, 0)) AS kernel_names
     FROM cut
+), checked AS (
+    -- the static errors found; the first in $static_errors' order (common/checks.py's table) is the row's
+    SELECT *,
+           [CASE WHEN NOT (regexp_matches(x, $model_new_line) OR regexp_matches(x, $model_new_start))
+                 THEN 'no_model_new' END,
+            CASE WHEN NOT (regexp_matches(x, $model_line) OR regexp_matches(x, $model_start)) THEN 'no_reference' END,
+            CASE WHEN NOT ((regexp_matches(x, $get_inputs_line) OR regexp_matches(x, $get_inputs_start))
+                           AND (regexp_matches(x, $get_init_inputs_line) OR regexp_matches(x, $get_init_inputs_start)))
+                 THEN 'no_get_inputs' END,
+            CASE WHEN len(kernel_names) = 0 THEN 'no_triton_kernel' END,
+            'ok_static'] AS static_found
+    FROM parts
 )
 SELECT file_row, id, split, row, source_file, reject, x, y, problem_id, holdout_group,
        length(x) AS n_chars,
@@ -41,12 +53,6 @@ SELECT file_row, id, split, row, source_file, reject, x, y, problem_id, holdout_
        hash(before_cut) AS ref_hash,
        kernel_names,
        len(kernel_names) > 0 AND regexp_matches(x, $autotune) AS autotuned,
-       CASE WHEN NOT (regexp_matches(x, $model_new_line) OR regexp_matches(x, $model_new_start)) THEN 'no_model_new'
-            WHEN NOT (regexp_matches(x, $model_line) OR regexp_matches(x, $model_start)) THEN 'no_reference'
-            WHEN NOT ((regexp_matches(x, $get_inputs_line) OR regexp_matches(x, $get_inputs_start))
-                      AND (regexp_matches(x, $get_init_inputs_line) OR regexp_matches(x, $get_init_inputs_start)))
-                THEN 'no_get_inputs'
-            WHEN len(kernel_names) = 0 THEN 'no_triton_kernel'
-            ELSE 'ok_static' END AS static_error,
+       list_filter($static_errors, lambda name: list_contains(static_found, name))[1] AS static_error,
        list_concat(regexp_extract_all(x, $import_start, 1), regexp_extract_all(x, $import_line, 1)) AS imported
-FROM parts
+FROM checked

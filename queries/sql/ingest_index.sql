@@ -1,8 +1,8 @@
 -- Ingest, end of stage 1: the index from the per-row fields (`rows`) and the reference found in each distinct
 -- text before the cut (`refs`); rows without a problem id get the most common (problem id, holdout group) of
--- their problem key (ties: smallest id, then group), and the level its id starts with. `ok_static` becomes
--- `forward_arity_mismatch` where no argument count suits both forward signatures (fewest/most positional
--- arguments; max -1: no bound; null: not known, no finding). `static_flags` stay null (not checked) until stage 2.
+-- their problem key (ties: smallest id, then group), and the level its id starts with. `forward_arity_mismatch`
+-- replaces the errors it outranks ($outranked_by_arity: `ok_static`) where no argument count suits both forward
+-- signatures (fewest/most positional arguments; max -1: no bound; null: not known, no finding). `static_flags` stay null (not checked) until stage 2.
 -- Sorted by id.
 WITH keyed AS MATERIALIZED (  -- `rows` is a stream, read once
     SELECT r.*, f.ref_chars, f.problem_key, f.title, f.ref_forward_min, f.ref_forward_max
@@ -27,7 +27,7 @@ SELECT id, split, row, source_file, problem_key,
        nullif(title, '') AS title,
        TRY_CAST(regexp_extract(mapped_id, '^(\d+)_', 1) AS INTEGER) AS level,
        y, y IS NOT NULL AS ok,
-       CASE WHEN static_error = 'ok_static'
+       CASE WHEN list_contains($outranked_by_arity, static_error)  -- common.checks.outranked_by
                  AND ((ref_forward_max >= 0 AND ref_forward_max < new_forward_min)
                       OR (new_forward_max >= 0 AND new_forward_max < ref_forward_min))
             THEN 'forward_arity_mismatch' ELSE static_error END AS static_error,

@@ -13,7 +13,4 @@ SELECT
     count(*) FILTER (WHERE flagged) AS flagged_rows,
     count(*) FILTER (WHERE static_flags IS NULL) AS static_unchecked_rows,
     avg(n_kernels) AS mean_kernels
-FROM filtered(
-    $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
-    $f_source::VARCHAR,
-    $f_level::INTEGER, $f_flag::VARCHAR, $f_triage::VARCHAR, $f_triage_error::VARCHAR);
+FROM filtered($filter);

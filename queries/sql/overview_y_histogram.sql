@@ -2,10 +2,7 @@
 -- bin_lo/bin_hi are the bin's edges in label units. The overview draws it as a log-x histogram.
 WITH b AS (
     SELECT floor(log10(y) * $bins_per_decade::INTEGER) AS bin
-    FROM filtered(
-        $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
-        $f_source::VARCHAR,
-    $f_level::INTEGER, $f_flag::VARCHAR, $f_triage::VARCHAR, $f_triage_error::VARCHAR)
+    FROM filtered($filter)
     WHERE y > 0
 )
 SELECT

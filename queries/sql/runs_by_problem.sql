@@ -4,10 +4,7 @@ WITH j AS (
     SELECT p.problem_key, p.problem_id, p.title, p.ok AS label_ok, r.status,
            r.median_ms / nullif(p.y, 0) AS ratio
     FROM runs_latest r
-    JOIN filtered(
-        $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
-    $f_source::VARCHAR,
-    $f_level::INTEGER, $f_flag::VARCHAR, $f_triage::VARCHAR, $f_triage_error::VARCHAR) p ON p.id = r.row_id
+    JOIN filtered($filter) p ON p.id = r.row_id
 )
 SELECT
     problem_key,

@@ -6,8 +6,5 @@ SELECT
     r.median_ms, r.p10_ms, r.p90_ms, r.timing_n, r.median_ms / nullif(p.y, 0) AS ratio,
     r.ref_median_ms, r.speedup, r.flags, r.device, r.gpu, r.finished_at, r.result_id, r.pair_job
 FROM runs r
-JOIN filtered(
-    $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
-    $f_source::VARCHAR,
-    $f_level::INTEGER, $f_flag::VARCHAR, $f_triage::VARCHAR, $f_triage_error::VARCHAR) p ON p.id = r.row_id
+JOIN filtered($filter) p ON p.id = r.row_id
 ORDER BY r.recency;

@@ -10,10 +10,7 @@ SELECT
     stddev_samp(r.median_ms) / nullif(avg(r.median_ms), 0) AS cv,
     string_agg(DISTINCT r.gpu, ', ') AS gpus
 FROM runs r
-JOIN filtered(
-    $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
-    $f_source::VARCHAR,
-    $f_level::INTEGER, $f_flag::VARCHAR, $f_triage::VARCHAR, $f_triage_error::VARCHAR) p ON p.id = r.row_id
+JOIN filtered($filter) p ON p.id = r.row_id
 WHERE r.status = 'ok' AND r.median_ms IS NOT NULL
 GROUP BY r.row_id
 HAVING count(*) >= 2

@@ -5,9 +5,6 @@ SELECT
     coalesce(r.error_type, r.status) AS measured,
     count(*) AS rows
 FROM runs_latest r
-JOIN filtered(
-    $f_split::VARCHAR, $f_holdout::VARCHAR, $f_problem::VARCHAR, $f_status::VARCHAR, $f_error::VARCHAR,
-    $f_source::VARCHAR,
-    $f_level::INTEGER, $f_flag::VARCHAR, $f_triage::VARCHAR, $f_triage_error::VARCHAR) p ON p.id = r.row_id
+JOIN filtered($filter) p ON p.id = r.row_id
 GROUP BY ALL
 ORDER BY rows DESC, static_error, measured;

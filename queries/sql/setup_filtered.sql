@@ -1,25 +1,27 @@
--- The one filter of every question (see queries/filters.py for the meaning of each argument).
-CREATE MACRO filtered(f_split, f_holdout, f_problem, f_status, f_error, f_source, f_level, f_flag, f_triage,
-                      f_triage_error) AS TABLE
+-- The one filter of every question, set up once per connection: `filtered($filter)`, where `$filter` is the one
+-- bound STRUCT of queries/filters.py (`Filters.params`: split, holdout, problem, status, error, source, level,
+-- flag, triage, triage_error; a NULL field does not filter; a NULL struct is no filter).
+CREATE MACRO filtered(f) AS TABLE
 SELECT * FROM programs
-WHERE (f_split IS NULL OR split = f_split)
-  AND (f_holdout IS NULL OR holdout_group = f_holdout)
-  AND (f_problem IS NULL OR problem_key = f_problem)
-  AND (f_status IS NULL OR ok = (f_status = 'ok'))
-  AND (f_level IS NULL OR level = f_level)
-  AND (f_flag IS NULL OR coalesce(list_contains(static_flags, f_flag) OR list_contains(run_flags, f_flag), false))
-  AND (f_triage IS NULL OR coalesce(triage_status = f_triage, f_triage = 'untriaged' AND triage_status IS NULL))
-  AND (f_triage_error IS NULL OR triage_error = f_triage_error)
+WHERE f IS NULL OR (
+      (f['split'] IS NULL OR split = f['split'])
+  AND (f['holdout'] IS NULL OR holdout_group = f['holdout'])
+  AND (f['problem'] IS NULL OR problem_key = f['problem'])
+  AND (f['status'] IS NULL OR ok = (f['status'] = 'ok'))
+  AND (f['level'] IS NULL OR level = f['level'])
+  AND (f['flag'] IS NULL OR coalesce(list_contains(static_flags, f['flag']) OR list_contains(run_flags, f['flag']), false))
+  AND (f['triage'] IS NULL OR coalesce(triage_status = f['triage'], f['triage'] = 'untriaged' AND triage_status IS NULL))
+  AND (f['triage_error'] IS NULL OR triage_error = f['triage_error'])
   AND (CASE
-        WHEN f_error IS NULL AND f_source IS NULL THEN true
-        WHEN f_error IS NULL AND f_source = 'static' THEN static_error <> 'ok_static'
-        WHEN f_error IS NULL AND f_source = 'triaged' THEN triage_status IS NOT NULL
-        WHEN f_error IS NULL THEN measured_status IS NOT NULL
-        WHEN f_source = 'static' THEN static_error = f_error
-        WHEN f_source = 'measured' THEN measured_error = f_error
-        WHEN f_source = 'triaged' THEN triage_error = f_error
-        ELSE static_error = f_error OR measured_error = f_error OR triage_error = f_error
-      END);
+        WHEN f['error'] IS NULL AND f['source'] IS NULL THEN true
+        WHEN f['error'] IS NULL AND f['source'] = 'static' THEN static_error <> 'ok_static'
+        WHEN f['error'] IS NULL AND f['source'] = 'triaged' THEN triage_status IS NOT NULL
+        WHEN f['error'] IS NULL THEN measured_status IS NOT NULL
+        WHEN f['source'] = 'static' THEN static_error = f['error']
+        WHEN f['source'] = 'measured' THEN measured_error = f['error']
+        WHEN f['source'] = 'triaged' THEN triage_error = f['error']
+        ELSE static_error = f['error'] OR measured_error = f['error'] OR triage_error = f['error']
+      END));
 
 -- The one candidate filter of every ranking (leaderboard, the problems table's label columns, the page header's
 -- fastest, the fastest-correct export): Triton kernels only and no hack flag (static, or the latest run's: the
@@ -30,8 +32,7 @@ CREATE MACRO is_candidate(n_kernels, flagged, c_no_triton, c_flagged) AS
 -- Per-problem statistics over the filtered rows (the problems table; `problem_stats` holds it unfiltered, with
 -- the default candidate filter). Label columns (y_*, spread, best_id) count the correct rows that pass the
 -- candidate filter (`ranked`); candidates and failures count every filtered row.
-CREATE MACRO problem_table(f_split, f_holdout, f_problem, f_status, f_error, f_source, f_level, f_flag,
-                           f_triage, f_triage_error, c_no_triton, c_flagged) AS TABLE
+CREATE MACRO problem_table(f, c_no_triton, c_flagged) AS TABLE
 SELECT
     problem_key,
     max(problem_id) AS problem_id,
@@ -54,6 +55,5 @@ SELECT
     count(*) FILTER (WHERE split = 'train') AS train_rows,
     count(*) FILTER (WHERE split = 'test') AS test_rows
 FROM (SELECT *, ok AND is_candidate(n_kernels, flagged, c_no_triton, c_flagged) AS ranked
-      FROM filtered(f_split, f_holdout, f_problem, f_status, f_error, f_source, f_level, f_flag, f_triage,
-                    f_triage_error))
+      FROM filtered(f))
 GROUP BY problem_key;

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import faulthandler
 import os
-import signal
 import socket
 import sys
 import traceback
@@ -36,6 +35,7 @@ from runner.child.classify import classify
 from runner.child.link import LinkError, encode_outputs, receive, send
 from runner.child.steps import Steps, Stop, cloned, fail, import_file, inputs_digest, set_seed
 from runner.options import EvalOptions, TimingOptions
+from runner.protocol import STACKS_SIGNAL
 
 REQUIRED = ("Model", "ModelNew", "get_inputs", "get_init_inputs")
 MODULE_NAME = "tlx_program"
@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     if not process.die_with_parent(args.parent_pid):
         return 5
     faulthandler.enable()  # a crash leaves the Python stack on stderr, whose tail the sandbox keeps
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    faulthandler.register(STACKS_SIGNAL, all_threads=True)
     process.prewarm(triton_kernel=True, lock_fds=args.gpu_lock_fds)
     sock = socket.socket(fileno=args.fd)
     stream_in, stream_out = sock.makefile("rb"), sock.makefile("wb")

@@ -28,6 +28,7 @@ from common.settings import CANDIDATE_UID_ENV
 from runner.child.link import LinkError, decode_outputs, receive, send
 from runner.child.process import close_fds
 from runner.child.steps import Stop
+from runner.protocol import EVENT, EXCLUSIVE, GATE, GO, RELEASE, SHARED
 from runner.result import RunResult
 
 NOBODY = 65534
@@ -170,7 +171,7 @@ class CandidateProcess:
         relays that to its own gate (`relay`) and answers `go` once the gate is held again."""
         try:
             header = receive(self.rd)
-            while header.get("event") == "gate":
+            while header.get(EVENT) == GATE:
                 self._relay(header.get("mode"))
                 header = receive(self.rd)
         except (LinkError, OSError) as exc:
@@ -180,14 +181,14 @@ class CandidateProcess:
         return header
 
     def _relay(self, mode: Any) -> None:
-        from runner.gpu.gate import EXCLUSIVE, RELEASE, SHARED, current
+        from runner.gpu.gate import current
 
         if mode == RELEASE:
             self.given_back = current().give_back() or self.given_back
             return
         if mode in (SHARED, EXCLUSIVE):
             current().take_again(self.given_back or mode)  # never more than the judge held
-            self.wr.write(b"go\n")
+            self.wr.write(GO + b"\n")
             self.wr.flush()
 
     def outputs(self, header: dict[str, Any], device: str, max_bytes: int, ipc: bool = False) -> list[Any]:

@@ -3,12 +3,12 @@
 seeds and hands back its outputs over the link; the judge runs the reference part of the program
 (`runner.child.reference`) and compares.
 
-`evaluate_program` returns the verdict as a `RunResult` (the parent adds id, hash and times); it never raises for
-anything the program does. Inputs and models are made on the job's device (`torch.device` as the default device
-while `get_inputs()`/`get_init_inputs()`, `Model(...)` and `ModelNew(...)` run, same seeds) unless
-`inputs_device="cpu"` (KernelBench's way: made on the CPU, then moved). Both processes make the same inputs;
-a digest of them travels with the first trial's outputs and the recheck's and must match the judge's (else
-`inputs_differ`).
+`evaluate_program` reads as the phases of an evaluation, in order, and returns the verdict as a `RunResult` (the
+parent adds id, hash and times); it never raises for anything the program does. Inputs and models are made on the
+job's device (`torch.device` as the default device while `get_inputs()`/`get_init_inputs()`, `Model(...)` and
+`ModelNew(...)` run, same seeds) unless `inputs_device="cpu"` (KernelBench's way: made on the CPU, then moved).
+Both processes make the same inputs; a digest of them travels with the first trial's outputs and the recheck's
+and must match the judge's (else `inputs_differ`).
 
 The order of a job: both load (in parallel); correctness trials (the first with ModelNew run before Model, so
 that memory the reference freed cannot hold its answer; the others reference first); one untimed ModelNew call
@@ -305,20 +305,43 @@ class Judge:
             raise fail(cmp.error_type, "after the timed calls, ModelNew's output on fresh values written into the "
                        f"same input tensors is wrong (an output kept from an earlier call?): {cmp.message}")
 
-    def run(self, cache_dir: str) -> RunResult:
-        module, model = self.load(cache_dir)
-        self.correctness(module, model)
+    def launches_and_timing(self, module: Any, model: Any) -> RunResult:
+        """The verdict of a correct program: on CUDA both timed (the launch record taken with the timing where it
+        is pending), interpreted an untimed pass after the launch record; the launch flags either way."""
         if self.device != "cuda":
             self.record_launches()
-            self.flags += launches.flags_of(self.launches)
-            self.recheck(module, model)
-            self.flags.append("interpreted_no_timing")
-            return RunResult.passed("correct; interpreted, no timing")
-        verdict = self.time_both(module, model)
-        if self.launches.get("profile_pending"):
-            self.record_launches()
+            verdict = RunResult.passed("correct; interpreted, no timing")
+        else:
+            verdict = self.time_both(module, model)
+            if self.launches.get("profile_pending"):
+                self.record_launches()
         self.flags += launches.flags_of(self.launches)
-        self.recheck(module, model)
+        return verdict
+
+    def completed(self, verdict: RunResult, candidate_flags: list[str], tf32: bool) -> RunResult:
+        """`verdict` with what the judge gathered: trials, output differences, flags, launches, the method."""
+        options, device = self.options, self.device
+        if device != "cuda" and "interpreted_no_timing" not in self.flags:
+            self.flags.append("interpreted_no_timing")
+        outputs = [self.outputs[i] for i in sorted(self.outputs)]
+        abs_diffs = [o.max_abs_diff for o in outputs if o.max_abs_diff is not None]
+        rel_diffs = [o.max_rel_diff for o in outputs if o.max_rel_diff is not None]
+        verdict.correct_trials, verdict.trials = self.correct_trials, options.trials
+        verdict.max_abs_diff = max(abs_diffs) if abs_diffs else None
+        verdict.max_rel_diff = max(rel_diffs) if rel_diffs else None
+        verdict.outputs, verdict.tolerance_passed = outputs, self.tolerance_passed()
+        verdict.device = result_device(device)
+        verdict.flags = list(dict.fromkeys(self.flags + verdict.flags + candidate_flags))
+        verdict.launches = self.launches
+        verdict.method = {**method_record(options, device, tf32),
+                          "judge": {"separate_process": True, "candidate_uid": self.candidate.uid,
+                                    "candidate_user": self.candidate.identity_note,
+                                    "reference": "the program's text before the candidate's cut (runner.child.reference)",
+                                    "recheck": "fresh values in the timed input tensors, one call",
+                                    "outputs_handed_over_as": self.handover},
+                          "timing_cpu": self.timing_cpu,
+                          "reference_timing": ({"reused_from": self.reference_timing.get("from")}
+                                               if REUSED_FLAG in self.flags else "measured in this run")}
         return verdict
 
 
@@ -347,33 +370,19 @@ def method_record(options: EvalOptions, device: str, tf32: bool) -> dict[str, An
 def evaluate_program(path: str, options: EvalOptions, device: str, emit: Callable[[str], None],
                      gate: ChildGate, candidate: CandidateProcess, cache_dir: str, tf32: bool,
                      reference_timing: dict[str, Any] | None = None) -> RunResult:
+    """One evaluation, its phases in order (in the manner of kernelbot's `run_evaluation`). Before them the judge's
+    entry (`runner.child.main`) resolved the device and set the limits, the runtime and the audit hook; after them
+    it collects the system, and the sandbox (`runner.sandbox.run`) makes the verdict of a job that sent none."""
     judge = Judge(path, options, device, emit, gate, candidate, reference_timing)
     try:
-        verdict = judge.run(cache_dir)
-    except Stop as stop:
+        module, model = judge.load(cache_dir)  # 1. load: the reference here, ModelNew in the candidate's process
+        judge.correctness(module, model)  # 2. correctness: the trials, every output compared
+        verdict = judge.launches_and_timing(module, model)  # 3. launches recorded; on CUDA both timed, GPU alone
+        judge.recheck(module, model)  # 4. recheck: fresh values in the timed input tensors, one call compared
+    except Stop as stop:  # a phase failed: its verdict is the job's
         verdict = stop.verdict
         if device != "cuda":
             verdict.message = f"{verdict.message} (interpreted, no timing)"
-    emit("finish: collecting the candidate's flags")
+    emit("finish: collecting the candidate's flags")  # 5. the candidate's flags and CPU time
     candidate_flags, verdict.cpu_s = candidate.finish()
-    if device != "cuda" and "interpreted_no_timing" not in judge.flags:
-        judge.flags.append("interpreted_no_timing")
-    outputs = [judge.outputs[i] for i in sorted(judge.outputs)]
-    abs_diffs = [o.max_abs_diff for o in outputs if o.max_abs_diff is not None]
-    rel_diffs = [o.max_rel_diff for o in outputs if o.max_rel_diff is not None]
-    verdict.correct_trials, verdict.trials = judge.correct_trials, options.trials
-    verdict.max_abs_diff = max(abs_diffs) if abs_diffs else None
-    verdict.max_rel_diff = max(rel_diffs) if rel_diffs else None
-    verdict.outputs, verdict.tolerance_passed = outputs, judge.tolerance_passed()
-    verdict.device = result_device(device)
-    verdict.flags = list(dict.fromkeys(judge.flags + verdict.flags + candidate_flags))
-    verdict.launches = judge.launches
-    verdict.method = {**method_record(options, device, tf32),
-                      "judge": {"separate_process": True, "candidate_uid": candidate.uid, "candidate_user": candidate.identity_note,
-                                "reference": "the program's text before the candidate's cut (runner.child.reference)",
-                                "recheck": "fresh values in the timed input tensors, one call",
-                                "outputs_handed_over_as": judge.handover},
-                      "timing_cpu": judge.timing_cpu,
-                      "reference_timing": ({"reused_from": judge.reference_timing.get("from")}
-                                           if REUSED_FLAG in judge.flags else "measured in this run")}
-    return verdict
+    return judge.completed(verdict, candidate_flags, tf32)  # 6. the record: outputs, flags, launches, method

@@ -20,7 +20,6 @@ import faulthandler
 import json
 import os
 import random
-import signal
 import sys
 import time
 import traceback
@@ -34,9 +33,8 @@ from runner.child.classify import error_type_of
 from runner.child.process import die_with_parent, prewarm, resolve_device, set_limits, synchronize
 from runner.gpu.gate import NO_GATE, ChildGate, install
 from runner.options import EvalOptions
+from runner.protocol import EVENT, RESULT, STACKS_SIGNAL, STAGE
 from runner.result import ExitCode, RunResult, phase_name
-
-STACKS_SIGNAL = signal.SIGUSR1
 
 
 class Phases:
@@ -74,8 +72,8 @@ def read_spec(control: BinaryIO) -> dict[str, Any]:
     return spec
 
 
-class Channel:
-    """The result pipe, moved to a random high descriptor that subprocesses do not inherit."""
+class ChannelWriter:
+    """The child's end of the result channel (`runner.protocol`): the result pipe, moved to a random high descriptor that subprocesses do not inherit."""
 
     def __init__(self, fd: int, key: str = "") -> None:
         self.key = key  # the parent accepts a result only with this job's key
@@ -118,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         judge_warm_up = {f"judge_{k}": v for k, v in warmup.durations(time.time()).items()}
         cpu_warm = process.cpu_seconds(children=False)
         options = EvalOptions.from_dict(spec.get("options") or {})
-        channel = Channel(args.result_fd, str(spec.get("channel_key") or ""))
+        channel = ChannelWriter(args.result_fd, str(spec.get("channel_key") or ""))
     except (ValueError, TypeError, OSError) as exc:
         print(f"runner.child.main: bad job spec: {exc}", file=sys.stderr)
         return ExitCode.USAGE
@@ -136,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     verdict.warm_up_s = {**judge_warm_up, **candidate.warm_up_s}
     verdict.cpu_s = {"judge_warm": cpu_warm, "judge_job": round(process.cpu_seconds(children=False) - cpu_warm, 3), **verdict.cpu_s}
     try:
-        channel.send({"event": "result", "key": channel.key, "result": verdict.to_dict()})
+        channel.send({EVENT: RESULT, "key": channel.key, "result": verdict.to_dict()})
     except OSError:
         return ExitCode.NO_CHANNEL
     return ExitCode.VERDICT
@@ -155,7 +153,7 @@ def harness_failure(exc: Exception) -> RunResult:
                             exception=type(exc).__name__, traceback=traceback.format_exc()[-6000:])
 
 
-def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phases, gate: ChildGate,
+def _evaluate(program: str, options: EvalOptions, channel: ChannelWriter, phases: Phases, gate: ChildGate,
               candidate: CandidateProcess, reference_timing: dict[str, Any] | None) -> RunResult:
     smi: list[Any] = []  # the nvidia-smi probe, started with the timing loops (clocks under load)
 
@@ -166,7 +164,7 @@ def _evaluate(program: str, options: EvalOptions, channel: Channel, phases: Phas
 
             smi.append(SmiProbe())
             smi[0].start()
-        channel.send({"event": "stage", "stage": text})
+        channel.send({EVENT: STAGE, "stage": text})
 
     device = ""
 

@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
 from runner.gpu.host_lock import HostLock, host_lock_for
+from runner.protocol import EVENT, EXCLUSIVE, GATE, GO, RELEASE, SHARED
 
-SHARED, EXCLUSIVE, RELEASE = "shared", "exclusive", "release"
 WAITING_FOR_GPU = "waiting for the GPU"  # a stage's name for a wait for the gate (results' phases_s)
 WAIT_POLL_S = 0.1
 PAUSE_GRACE_S = 0.05  # CPU work inside a held gate shorter than this keeps it (`ChildGate.paused`)
@@ -207,7 +207,7 @@ class ChildGate:
             self._send_release()
 
     def _send_release(self) -> None:
-        self._send({"event": "gate", "mode": RELEASE})
+        self._send({EVENT: GATE, "mode": RELEASE})
 
     @contextlib.contextmanager
     def _hold(self, mode: str) -> Iterator[None]:
@@ -223,8 +223,8 @@ class ChildGate:
             self._release()
 
     def _ask(self, mode: str) -> None:
-        self._send({"event": "gate", "mode": mode})
-        if self._control.readline().strip() != b"go":
+        self._send({EVENT: GATE, "mode": mode})
+        if self._control.readline().strip() != GO:
             raise RuntimeError("the runner closed this job's GPU gate")
 
     @contextlib.contextmanager

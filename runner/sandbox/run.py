@@ -29,8 +29,9 @@ from common.hardware import CPU_LABEL
 from common.outcomes import ErrorType
 from common.program_hash import program_sha256
 from runner.child.system import collect_system
-from runner.gpu.gate import EXCLUSIVE, RELEASE, SHARED, WAITING_FOR_GPU, GpuGate
+from runner.gpu.gate import WAITING_FOR_GPU, GpuGate
 from runner.options import EvalOptions
+from runner.protocol import EVENT, EXCLUSIVE, GATE, GO, RELEASE, RESULT, SHARED, STACKS_SIGNAL, STAGE
 from runner.result import RunResult, phase_name
 from runner.sandbox import isolation, scrub, triton_cache
 from runner.sandbox.cgroup import job_memory_cap
@@ -40,7 +41,6 @@ from runner.sandbox.spares import POOL, Child, close_spares, kill_group
 __all__ = ["close_spares", "evaluate_in_sandbox"]
 POLL_S = 0.1
 TAIL_CHARS = 3000
-STACKS_SIGNAL = signal.SIGUSR1  # runner.child.main and runner.child.candidate register faulthandler on it
 STACKS_WAIT_S = 0.5
 
 
@@ -73,8 +73,8 @@ class _Capture(threading.Thread):
         return data.decode("utf-8", errors="replace")[-chars:]
 
 
-class _Channel(threading.Thread):
-    """Reads the child's JSON-lines result channel: last stage seen, GPU gate requests and the final result. A
+class ChannelReader(threading.Thread):
+    """The parent's end of the result channel (`runner.protocol`): reads the child's JSON-lines result channel: last stage seen, GPU gate requests and the final result. A
     result counts only when it carries this job's random key (sent in the spec): a program that finds the pipe
     and writes its own verdict without the key is ignored (and flagged `forged_verdict`). Gate requests are
     answered with a `go` line on the child's spec pipe once `gate` is held; the first request starts the job's
@@ -106,13 +106,13 @@ class _Channel(threading.Thread):
                     event = json.loads(line)
                 except ValueError:
                     continue
-                if event.get("event") == "stage":
+                if event.get(EVENT) == STAGE:
                     self.stage = str(event.get("stage"))
                     if self.first_event_at is None:
                         self.first_event_at = time.monotonic()
-                elif event.get("event") == "gate":
+                elif event.get(EVENT) == GATE:
                     self._gate(event.get("mode"))
-                elif event.get("event") == "result" and isinstance(event.get("result"), dict):
+                elif event.get(EVENT) == RESULT and isinstance(event.get("result"), dict):
                     if event.get("key") == self.key:
                         self.result = event["result"]
                         self.done.set()
@@ -152,7 +152,7 @@ class _Channel(threading.Thread):
             try:
                 if self.gate_closed.is_set():
                     raise OSError("job over")
-                os.write(self.control_fd, b"go\n")
+                os.write(self.control_fd, GO + b"\n")
                 self.held = mode
             except OSError:
                 self.gate.release(mode)
@@ -305,7 +305,7 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
                reference_timing: dict[str, Any] | None = None) -> RunResult:
     proc = child.proc
     key = secrets.token_hex(16)
-    channel = _Channel(child.result_fd, key, gate, child.spec_fd)
+    channel = ChannelReader(child.result_fd, key, gate, child.spec_fd)
     child.result_fd = -1  # the channel reader owns it now
     out, err = (_Capture(proc.stdout, options.output_cap_bytes), _Capture(proc.stderr, options.output_cap_bytes))
     for t in (channel, out, err):
@@ -378,7 +378,7 @@ def gate_waits_apart(phases: dict[str, float], waited: dict[str, float]) -> dict
     return out
 
 
-def _verdict(code: int, killed_for: str | None, channel: _Channel, err: _Capture, options: EvalOptions,
+def _verdict(code: int, killed_for: str | None, channel: ChannelReader, err: _Capture, options: EvalOptions,
              memory_cap: int, peak_rss: int, peak_procs: int) -> RunResult:
     tail = err.text_tail() or None
     if channel.result is not None and killed_for is None:
