@@ -417,7 +417,7 @@ def test_the_filter_is_passed_to_sql_once():
     assert {call for call in calls.values() if not call.startswith(("$filter", "NULL"))} == set()
     assert Filters(split="train", level=2).params() == {"filter": {
         "split": "train", "holdout": None, "problem": None, "status": None, "error": None, "source": None, "level": 2,
-        "flag": None}}
+        "flag": None, "triage": None, "triage_error": None}}
 
 
 def test_one_version_keys_every_cache_of_a_store(fixture_store, tmp_path):

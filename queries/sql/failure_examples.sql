@@ -1,8 +1,8 @@
 -- Example failed rows (label failed, or latest run failed), with their static, triage and measured error, and the
 -- cause they are counted by on the Failures page (failures.sql, setup_causes.sql) with what it rests on.
 WITH examples AS (
-    SELECT id, problem_key, problem_id, title, split, holdout_group, static_error, measured_error, n_kernels,
-           n_chars
+    SELECT id, problem_key, problem_id, title, split, holdout_group, static_error, triage_error, measured_error,
+           n_kernels, n_chars, measured_status, triage_status, triage_basis
     FROM filtered($filter)
     WHERE NOT ok OR measured_status <> 'ok'
     ORDER BY id
