@@ -143,7 +143,7 @@ class Candidate:
         may write into its inputs); CUDA outputs as IPC handles when `ipc`, their work finished first."""
         import torch
 
-        from runner.child.compare import flatten
+        from runner.child.compare import flatten, structure
 
         digest = inputs_digest(inputs) if digest else None
         with torch.no_grad():
@@ -152,7 +152,7 @@ class Candidate:
             torch.cuda.synchronize()
         described, payloads, self.kept = self.steps.guarded("correctness", "handing the outputs over",
                                                             lambda: encode_outputs(flatten(out), ipc), hold=None)
-        return {"digest": digest, "outputs": described}, payloads
+        return {"digest": digest, "outputs": described, "structure": structure(out)}, payloads
 
     def launches(self, msg: dict[str, Any]) -> dict[str, Any]:
         import torch

@@ -182,7 +182,7 @@ class Judge:
                 header = self.candidate.request("forward", seed=seed, ipc=self.ipc)
             out = self.candidate_output(header, ref, digest)
             cmp = self.steps.guarded("correctness", "comparing outputs", compare_outputs, ref, out, self.options,
-                                     hold=None)
+                                     _structure(header), hold=None)
         self.record_outputs(cmp.outputs, cmp.error_type)
         if cmp.error_type is not ErrorType.OK:
             return cmp.error_type, f"trial {trial + 1} of {n}: {cmp.message}"
@@ -299,7 +299,8 @@ class Judge:
                                             ipc=self.ipc)
             ref, digest = self.reference_output(module, model, seed, "Model forward (recheck)", True)
             out = self.candidate_output(header, ref, digest)
-            cmp = self.steps.guarded("recheck", "comparing outputs", compare_outputs, ref, out, self.options, hold=None)
+            cmp = self.steps.guarded("recheck", "comparing outputs", compare_outputs, ref, out, self.options,
+                                     _structure(header), hold=None)
         if cmp.error_type is not ErrorType.OK:
             self.flags.append("output_reused")
             raise fail(cmp.error_type, "after the timed calls, ModelNew's output on fresh values written into the "
@@ -320,6 +321,11 @@ class Judge:
         self.flags += launches.flags_of(self.launches)
         self.recheck(module, model)
         return verdict
+
+
+def _structure(header: dict[str, Any]) -> str:
+    """The nesting of the candidate's outputs as it reported it (`compare.structure`), bounded."""
+    return str(header.get("structure"))[:100_000]
 
 
 def _cpu_threads() -> int:
