@@ -78,6 +78,16 @@ CHECKS: tuple[Check, ...] = (
        "dict or list holds, indexes one by a tensor's address (`data_ptr()`), or returns a `self.` attribute it "
        "computed on an earlier call: outputs reused across calls.",
        True),
+    _s("reference_not_plain", "reference part not plain", "the text before the candidate's cut is not only "
+       "imports, `Model`, `get_inputs`, `get_init_inputs`, their helpers and constants: it lacks one of them, runs "
+       "code at module level (a patch of torch), decorates a definition, calls `exec`/`setattr`, or defines "
+       "`ModelNew` or a kernel before `Model`. The judge refuses to run such a part (`reference_rejected`).", True),
+    _s("tensor_subclass", "tensor subclass", "the candidate subclasses `torch.Tensor` or defines "
+       "`__torch_function__`/`__torch_dispatch__` (or calls `as_subclass`): an output can do work when it is read, "
+       "after the timed call.", True),
+    _s("clock_in_forward", "reads clocks or frames in forward", "a function reached from `ModelNew.forward` reads a "
+       "clock (`time.perf_counter`, `time.time`, ...) or the call stack (`sys._getframe`, `inspect.stack`, "
+       "`traceback.extract_stack`): it can tell a timing loop from a checked call.", True),
     _s("precision_downcast", "fp16/bf16 downcast", "the candidate converts to float16 or bfloat16 while the "
        "reference uses neither: faster, less precise than the fp32 reference.", False),
     # run flags (the runner's, on a run result)

@@ -32,7 +32,8 @@ from common.settings import CUDA_IPC_ENV, cuda_ipc_wanted
 from runner.child import launches, pinning, timing
 from runner.child.candidate_client import CandidateProcess, open_for
 from runner.child.compare import compare_outputs, flatten
-from runner.child.reference import NoReference, reference_source
+from runner.child.integrity import Snapshot
+from runner.child.reference import RejectedReference, reference_source
 from runner.child.steps import Steps, Stop, fail, import_file, inputs_digest
 from runner.gpu.gate import EXCLUSIVE, NO_GATE, SHARED, WAITING_FOR_GPU, ChildGate
 from runner.options import EvalOptions
@@ -75,6 +76,7 @@ class Judge:
         self.launches: dict[str, Any] = launches.not_checked("the run stopped before the launch check")
         self.timing_cpu: dict[str, Any] | None = None  # the core the timing threads ran on (runner.gpu.cpu_plan)
         self.ipc_wanted = device == "cuda" and cuda_ipc_wanted()
+        self.snapshot: Snapshot | None = None  # taken before the reference part is imported
         self.ipc, self.handover = False, "host copies: " + ("not a CUDA job" if device != "cuda" else "not probed")
 
     # -- loading ---------------------------------------------------------------------------------------------
@@ -102,6 +104,7 @@ class Judge:
             answer = self.candidate.answer()
         if problem is not None:
             raise problem
+        self.untouched("building Model")
         self.flags += [str(f) for f in answer.get("flags") or [] if isinstance(f, str)][:20]
         self.probe_ipc(answer)
         return module, model
@@ -137,12 +140,23 @@ class Judge:
             source = reference_source(program)
         except SyntaxError:
             raise fail(ErrorType.SYNTAX_ERROR, "the program does not parse") from None
-        except NoReference as exc:
-            raise fail(ErrorType.MISSING_SYMBOL, f"program does not define the reference: {exc}") from None
+        except RejectedReference as exc:
+            raise fail(ErrorType.REFERENCE_REJECTED, f"the judge does not run this program's reference: {exc}") from None
         ref_path = Path(self.steps.path)
         ref_path.write_text(source, encoding="utf-8", errors="surrogatepass")
-        return self.steps.guarded("load", "importing the reference part", import_file, str(ref_path),
-                                  REFERENCE_MODULE)
+        self.snapshot = Snapshot()
+        module = self.steps.guarded("load", "importing the reference part", import_file, str(ref_path),
+                                    REFERENCE_MODULE)
+        self.untouched("importing the reference part")
+        return module
+
+    def untouched(self, step: str) -> None:
+        """Refuse the run when the reference part replaced what the judge's comparison rests on
+        (`runner.child.integrity`)."""
+        changed = self.snapshot.changed() if self.snapshot is not None else []
+        if changed:
+            raise fail(ErrorType.REFERENCE_REJECTED, f"the reference part changed {', '.join(changed[:5])} while "
+                       f"{step}: the judge does not compare under it")
 
     # -- correctness -----------------------------------------------------------------------------------------
     def reference_output(self, module: Any, model: Any, seed: int, context: str, digest: bool) -> tuple[Any, str | None]:
@@ -154,6 +168,7 @@ class Judge:
         digest = self.steps.guarded("correctness", "digest of the inputs", inputs_digest, inputs) if digest else None
         with torch.no_grad():
             ref = self.steps.guarded("correctness", context, self.steps.forward, model, inputs)
+        self.untouched(f"making the inputs and running {context}")
         return ref, digest
 
     def candidate_output(self, header: dict[str, Any], ref: Any, digest: str | None) -> list[Any]:

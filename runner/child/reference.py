@@ -1,26 +1,28 @@
 """The judge's program: the reference part of a program, without the candidate (design §4: the judge never
-imports the candidate).
+imports the candidate, and never runs text the candidate wrote).
 
 A program is the reference problem (imports, `class Model`, size constants, `get_inputs`, `get_init_inputs`)
 followed by the candidate. The cut is the first top-level statement after `class Model` that starts the
 candidate: an import of triton, `class ModelNew`, a second `class Model`, or a function whose decorators name
-triton (`@triton.jit`, `@triton.autotune`, `@jit`). Everything before it is the reference, as written. Where the
-reference's own names (`Model`, `get_inputs`, `get_init_inputs`) are only defined after the cut (a problem whose
-`get_inputs` comes last), those definitions are taken from past the cut too, and nothing else of it: the
-candidate's module-level statements (which may patch torch) never run in the judge. A program that does not
-parse has no reference; its verdict comes from the candidate's load, which fails the same way.
+triton (`@triton.jit`, `@triton.autotune`, `@jit`). Before it is the reference; the judge runs of it
+`common.program.reference_part.judge_statements` (up to the last of Model, get_inputs and get_init_inputs, then only
+the helpers and constants those use), as written, and only that: a reference part that lacks `Model`, `get_inputs` or `get_init_inputs` (one defined past the cut is the
+candidate's text), or that is not plain (`common.program.reference_part`: module-level code, a decorator, a
+patch, `exec`, `ModelNew` before `Model`), is refused (`RejectedReference`) before any of it runs. A program
+that does not parse has no reference; its verdict comes from the candidate's load, which fails the same way.
 """
 
 from __future__ import annotations
 
 import ast
 
-NAMES = ("Model", "get_inputs", "get_init_inputs")
+from common.program.reference_part import judge_statements, reference_problem
+
 KERNEL_DECORATORS = ("jit", "autotune", "heuristics")
 
 
-class NoReference(ValueError):
-    """The program's reference part does not define what the judge needs."""
+class RejectedReference(ValueError):
+    """The program's reference part is incomplete or not plain: the judge does not run it."""
 
 
 def _decorator_names(node: ast.AST) -> set[str]:
@@ -49,35 +51,25 @@ def starts_candidate(node: ast.stmt) -> bool:
     return False
 
 
-def _defined_name(node: ast.stmt) -> str | None:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return node.name
-    return None
+def reference_statements(tree: ast.Module) -> list[ast.stmt]:
+    """The top-level statements before the candidate's cut."""
+    seen_model = False
+    for i, node in enumerate(tree.body):
+        if seen_model and starts_candidate(node):
+            return tree.body[:i]
+        if isinstance(node, ast.ClassDef) and node.name == "Model":
+            seen_model = True
+    return tree.body
 
 
 def reference_source(program: str) -> str:
-    """The reference part of `program` as source text the judge can run; NoReference when it lacks one of
-    `NAMES`, SyntaxError when the program does not parse."""
-    tree = ast.parse(program)
-    body = tree.body
-    seen_model = False
-    cut = len(body)
-    for i, node in enumerate(body):
-        if seen_model and starts_candidate(node):
-            cut = i
-            break
-        if isinstance(node, ast.ClassDef) and node.name == "Model":
-            seen_model = True
-    kept = body[:cut]
-    defined = {_defined_name(node) for node in kept}
-    missing = [name for name in NAMES if name not in defined]
-    for node in body[cut:]:
-        name = _defined_name(node)
-        if name in missing and not (name == "Model" and seen_model):
-            kept.append(node)
-            missing.remove(name)
-    if missing:
-        raise NoReference(f"the reference part does not define {', '.join(missing)}")
+    """The reference part of `program` as source text the judge can run; RejectedReference when it is incomplete
+    or not plain, SyntaxError when the program does not parse."""
+    kept = judge_statements(reference_statements(ast.parse(program)))
+    problem = reference_problem(kept)
+    if problem is not None:
+        raise RejectedReference(f"the reference part {problem}" if problem.startswith("does not") else
+                                f"the reference part, {problem}")
     lines = program.splitlines(keepends=True)
     parts = []
     for node in kept:
