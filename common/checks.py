@@ -110,6 +110,10 @@ CHECKS: tuple[Check, ...] = (
        "or a signal to another process, and the guard refused it (the value says what).", True),
     _r("not_isolated", "not OS-isolated", "the job ran without operating-system isolation (no namespaces): only "
        "the in-process guard stood between the program and the machine."),
+    _r("candidate_same_user", "candidate ran as the judge's user", "the candidate could not run as another user "
+       "(the judge is not root, `TLX_RUNNER_CANDIDATE_UID=same`, or Python lies out of an unprivileged user's reach, "
+       "e.g. under /root): the judge is non-dumpable and a root candidate holds no capabilities, so the judge's "
+       "memory and the verdict channel's key stay out of its reach (`method.judge` says which held)."),
     _r("launches_not_checked", "launches not checked", "kernel launch accounting could not run (e.g. the CPU "
        "interpreter): `no_triton_launch` and the Triton share are unknown, not passed."),
     _r("side_stream_suspect", "side stream suspected", "CUDA events saw less time than the wall clock: work ran "

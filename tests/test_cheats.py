@@ -6,6 +6,7 @@ tests/test_cheats_gpu.py."""
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -36,6 +37,7 @@ EXPECTED = {
     "patch_between": ("failed", "output_mismatch", None),
     "model_new_first": ("failed", "reference_rejected", None),
     "honest_transposed_reference": ("ok", None, None),
+    "reads_judge_memory": ("ok", None, None),  # every /proc file of the judge and the runner refused
 }
 
 
@@ -82,6 +84,16 @@ def test_the_failures_are_named(verdicts):
     assert "does not define get_inputs before the candidate's part" in verdicts["late_inputs_decorated"].message
     assert "ModelNew before Model" in verdicts["model_new_first"].message or "before Model" in \
         verdicts["model_new_first"].message
+
+
+def test_a_candidate_as_the_judges_user_says_so_and_holds_no_capabilities(verdicts):
+    judge = verdicts["reads_judge_memory"].method["judge"]
+    kept = judge["candidate_kept_from_judge"]
+    assert kept["judge_non_dumpable"] is True
+    same_user = "candidate_same_user" in verdicts["reads_judge_memory"].flags
+    assert same_user == (judge["candidate_uid"] == os.geteuid())
+    if same_user and os.geteuid() == 0:  # Python out of an unprivileged user's reach (here: under /root)
+        assert kept["candidate_capabilities"] == "root without capabilities"
 
 
 def test_the_launch_record_says_what_it_could_not_check_on_the_interpreter(verdicts):

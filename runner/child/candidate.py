@@ -14,7 +14,7 @@ commands over the link (`runner.child.link`), one answer each:
 | `launches` (seed) | one untimed call with its launches recorded (`runner.child.launches`; the profiler when no Triton kernel ran) | launches |
 | `time` (seed, timing) | the timing loop on `get_inputs()` made after `seed`, then one call with its launches recorded (no profiler) | timing, flags, launches |
 | `recheck` (seed, ipc) | fresh values after `seed` written into the timed inputs' tensors, one call | digest, outputs |
-| `finish` | | flags (guard refusals, interpreter notes), its CPU seconds |
+| `finish` | | flags (guard refusals, interpreter notes), its CPU seconds, its capabilities (`separation`) |
 
 It holds no reference output, no verdict channel and no gate: the judge holds the gate around each command.
 What it sends back is only data for the judge to check; a failure it reports is its own verdict."""
@@ -31,7 +31,7 @@ import traceback
 from typing import Any
 
 from common.outcomes import ErrorType
-from runner.child import pinning, process
+from runner.child import pinning, process, separation
 from runner.child.classify import classify
 from runner.child.link import LinkError, encode_outputs, receive, send
 from runner.child.steps import Steps, Stop, cloned, fail, import_file, inputs_digest, set_seed
@@ -42,7 +42,8 @@ MODULE_NAME = "tlx_program"
 
 
 class Candidate:
-    def __init__(self) -> None:
+    def __init__(self, capabilities: str = "") -> None:
+        self.capabilities = capabilities  # what `separation.drop_capabilities` did
         self.steps: Steps | None = None
         self.module: Any = None
         self.new: Any = None
@@ -217,17 +218,18 @@ class Candidate:
         from runner.child import guard, setup
 
         warm = self.cpu_warm_s if self.cpu_warm_s is not None else process.cpu_seconds()
-        return {"flags": setup.runtime_flags(self.steps.device if self.steps else "")
+        return {"capabilities": self.capabilities,
+                "flags": setup.runtime_flags(self.steps.device if self.steps else "")
                 + [f"refused: {what}" for what in dict.fromkeys(guard.refused())],
                 "cpu_s": {"candidate_warm": warm, "candidate_job": round(process.cpu_seconds() - warm, 3)}}
 
 
-def serve(stream_in: Any, stream_out: Any) -> None:
+def serve(stream_in: Any, stream_out: Any, capabilities: str = "") -> None:
     from runner.gpu.gate import ChildGate, install
 
     gate = ChildGate(lambda obj: send(stream_out, obj), stream_in, drain=process.synchronize)
     install(gate)  # Triton's compiles give the judge's gate back through the judge (`CandidateProcess.answer`)
-    candidate = Candidate()
+    candidate = Candidate(capabilities)
     while True:
         msg = receive(stream_in)
         cmd = msg.get("cmd")
@@ -266,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not process.die_with_parent(args.parent_pid):
         return 5
+    capabilities = separation.drop_capabilities()  # before anything of the program runs
     faulthandler.enable()  # a crash leaves the Python stack on stderr, whose tail the sandbox keeps
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     process.prewarm(triton_kernel=True, lock_fds=args.gpu_lock_fds)
@@ -273,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     stream_in, stream_out = sock.makefile("rb"), sock.makefile("wb")
     set_seed(0)
     try:
-        serve(stream_in, stream_out)
+        serve(stream_in, stream_out, capabilities)
     except (OSError, ValueError, LinkError):
         return 3
     return 0

@@ -379,6 +379,8 @@ def evaluate_program(path: str, options: EvalOptions, device: str, emit: Callabl
     candidate_flags, verdict.cpu_s = candidate.finish()
     if device != "cuda" and "interpreted_no_timing" not in judge.flags:
         judge.flags.append("interpreted_no_timing")
+    if candidate.identity is None:  # its user is the judge's: what keeps the judge's memory apart is in `method`
+        judge.flags.append("candidate_same_user")
     outputs = [judge.outputs[i] for i in sorted(judge.outputs)]
     abs_diffs = [o.max_abs_diff for o in outputs if o.max_abs_diff is not None]
     rel_diffs = [o.max_rel_diff for o in outputs if o.max_rel_diff is not None]
@@ -391,6 +393,8 @@ def evaluate_program(path: str, options: EvalOptions, device: str, emit: Callabl
     verdict.launches = judge.launches
     verdict.method = {**method_record(options, device, tf32),
                       "judge": {"separate_process": True, "candidate_uid": candidate.uid, "candidate_user": candidate.identity_note,
+                                "candidate_kept_from_judge": {"judge_non_dumpable": candidate.judge_private,
+                                                              "candidate_capabilities": candidate.capabilities},
                                 "reference": "the program's text before the candidate's cut (runner.child.reference)",
                                 "recheck": "fresh values in the timed input tensors, one call",
                                 "outputs_handed_over_as": judge.handover},
