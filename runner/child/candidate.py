@@ -78,9 +78,10 @@ class Candidate:
             tb = "".join(traceback.format_exception_only(type(exc), exc))
             raise fail(ErrorType.SYNTAX_ERROR, f.message, exception=f.exception, traceback=tb) from None
         if device == "cuda":
-            from runner.child import timing
+            from runner.child import launches, timing
 
             timing.pin_clocks()
+            launches.watch_graphs()  # before the program can capture a CUDA graph
         self.module = steps.guarded("load", "importing the program", import_file, path, MODULE_NAME)
         missing = [name for name in REQUIRED if not callable(getattr(self.module, name, None))]
         if missing:
