@@ -95,6 +95,9 @@ CHECKS: tuple[Check, ...] = (
        "speed is torch's (or cached), not a Triton kernel's.", True),
     _r("output_reused", "output reused across calls", "after timing, fresh values in the same input tensors gave "
        "a wrong output: ModelNew returns a result kept from earlier calls.", True),
+    _r("timed_call_differs", "timed call differs", "one call inside the timing loop, on fresh inputs, gave a "
+       "wrong output while the checked calls were right: ModelNew does less work when it is timed (it notices the "
+       "timing loop).", True),
     _r("faster_on_repeated_inputs", "faster on repeated inputs", "calls with fresh values written into the inputs "
        "took over 1.5× (and 10 µs more than) single calls on the timed values: an output cached by value is likely, "
        "and the timed speed is not the kernel's.", True),

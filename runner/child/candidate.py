@@ -14,6 +14,7 @@ commands over the link (`runner.child.link`), one answer each:
 | `launches` (seed) | one untimed call with its launches recorded (`runner.child.launches`; the profiler when no Triton kernel ran) | launches |
 | `time` (seed, timing) | the timing loop on `get_inputs()` made after `seed`, then one call with its launches recorded (no profiler) | timing, flags, launches |
 | `recheck` (seed, ipc) | fresh values after `seed` written into the timed inputs' tensors, one call | digest, outputs |
+| `loop_check` (ipc) | the outputs of the call inside the timing loop that ran on fresh inputs (`runner.child.loop_check`; `time`'s loop_seed) | checked, digest, outputs |
 | `finish` | | flags (guard refusals, interpreter notes), its CPU seconds, its capabilities (`separation`) |
 
 It holds no reference output, no verdict channel and no gate: the judge holds the gate around each command.
@@ -48,6 +49,8 @@ class Candidate:
         self.module: Any = None
         self.new: Any = None
         self.timed_inputs: list[Any] | None = None
+        self.loop: Any = None  # the timing loop's `LoopCheck`, and the digest of its fresh inputs
+        self.loop_digest: str | None = None
         self.flags: list[str] = []
         self.cpu_warm_s: float | None = None
         self.kept: list[Any] = []  # outputs handed over as CUDA IPC handles, alive until the next command
@@ -145,11 +148,16 @@ class Candidate:
         may write into its inputs); CUDA outputs as IPC handles when `ipc`, their work finished first."""
         import torch
 
-        from runner.child.compare import flatten, structure
-
         digest = inputs_digest(inputs) if digest else None
         with torch.no_grad():
             out = self.steps.guarded("correctness", context, self.steps.forward, self.new, inputs, hold=None)
+        return self._handed_over(out, digest, ipc)
+
+    def _handed_over(self, out: Any, digest: str | None, ipc: bool) -> tuple[dict[str, Any], list[Any]]:
+        import torch
+
+        from runner.child.compare import flatten, structure
+
         if ipc:
             torch.cuda.synchronize()
         described, payloads, self.kept = self.steps.guarded("correctness", "handing the outputs over",
@@ -171,11 +179,18 @@ class Candidate:
         from runner.child import timing
 
         self.timed_inputs = inputs = self.steps.inputs(self.module, int(msg["seed"]), stage="timing")
+        timed: Any = lambda: self.new(*inputs)  # noqa: E731
+        if isinstance(msg.get("loop_seed"), int):
+            from runner.child.loop_check import LoopCheck
+
+            fresh = self.steps.inputs(self.module, msg["loop_seed"], stage="timing")
+            self.loop_digest = inputs_digest(fresh)
+            self.loop = timed = LoopCheck(lambda args: self.new(*args), inputs, fresh)
         opts = TimingOptions(**msg["timing"])
         cpu = msg.get("cpu") if isinstance(msg.get("cpu"), int) else None
         with torch.no_grad(), pinning.pinned(cpu) as pinned:
             t, flags = self.steps.guarded("timing", "timing ModelNew",
-                                          lambda: timing.time_callable(lambda: self.new(*inputs), opts), hold=None)
+                                          lambda: timing.time_callable(timed, opts), hold=None)
             seed = int(msg["seed"])
             t.repeated_median_ms, t.fresh_median_ms = self.steps.guarded(
                 "timing", "timing ModelNew on repeated and on fresh values",
@@ -214,6 +229,14 @@ class Candidate:
             self.refill(int(msg["seed"]))
         return self._outputs(self.timed_inputs, "ModelNew forward (recheck on fresh values)", digest=True,
                              ipc=bool(msg.get("ipc")))
+
+    def loop_check(self, msg: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+        """The outputs of the timing loop's call on fresh inputs, `{"checked": false}` where none ran (another
+        timing method)."""
+        if self.loop is None or not self.loop.checked:
+            return {"checked": False}, []
+        header, payloads = self._handed_over(self.loop.output, self.loop_digest, bool(msg.get("ipc")))
+        return {"checked": True, **header}, payloads
 
     def finish(self, msg: dict[str, Any]) -> dict[str, Any]:
         from runner.child import guard, setup
@@ -258,7 +281,7 @@ def serve(stream_in: Any, stream_out: Any, capabilities: str = "") -> None:
             return
 
 
-COMMANDS = ("ready", "load", "build", "compile_pass", "forward", "launches", "time", "recheck", "finish")
+COMMANDS = ("ready", "load", "build", "compile_pass", "forward", "launches", "time", "recheck", "loop_check", "finish")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,6 +33,7 @@ from runner.child import launches, pinning, timing
 from runner.child.candidate_client import CandidateProcess, open_for
 from runner.child.compare import compare_outputs, flatten
 from runner.child.integrity import Snapshot
+from runner.child.loop_check import LOOP_CHECK_SEED_OFFSET
 from runner.child.reference import RejectedReference, reference_source
 from runner.child.steps import Steps, Stop, fail, import_file, inputs_digest
 from runner.gpu.gate import EXCLUSIVE, NO_GATE, SHARED, WAITING_FOR_GPU, ChildGate
@@ -77,6 +78,7 @@ class Judge:
         self.timing_cpu: dict[str, Any] | None = None  # the core the timing threads ran on (runner.gpu.cpu_plan)
         self.ipc_wanted = device == "cuda" and cuda_ipc_wanted()
         self.snapshot: Snapshot | None = None  # taken before the reference part is imported
+        self.timed_call_checked: bool | None = None  # whether a call of the timing loop was checked (CUDA only)
         self.ipc, self.handover = False, "host copies: " + ("not a CUDA job" if device != "cuda" else "not probed")
 
     # -- loading ---------------------------------------------------------------------------------------------
@@ -286,7 +288,8 @@ class Judge:
         cpu = pinning.timing_cpu()
         with self.gate.exclusive():
             self.emit("timing: timing ModelNew")
-            answer = self.candidate.request("time", seed=seed, timing=opts.__dict__, cpu=cpu)
+            answer = self.candidate.request("time", seed=seed, timing=opts.__dict__, cpu=cpu,
+                                            loop_seed=self.options.seed + LOOP_CHECK_SEED_OFFSET)
             with pinning.pinned(cpu) as judge_pinned:
                 t_ref, f_ref = self.time_reference(model, inputs, opts)
         self.timing_cpu = {"cpu": cpu, "model_new_pinned": answer.get("pinned") is True, "model_pinned": judge_pinned}
@@ -321,6 +324,26 @@ class Judge:
             raise fail(cmp.error_type, "after the timed calls, ModelNew's output on fresh values written into the "
                        f"same input tensors is wrong (an output kept from an earlier call?): {cmp.message}")
 
+    def loop_check(self, module: Any, model: Any) -> None:
+        """The timing loop's call on fresh inputs (`runner.child.loop_check`), compared with Model on those values:
+        a candidate that did less work inside the timing loop than in a checked call fails here."""
+        self.emit("loop check: ModelNew's output from inside the timing loop, on fresh values")
+        with self.gate.hold(SHARED):
+            header = self.candidate.request("loop_check", ipc=self.ipc)
+            if header.get("checked") is not True:
+                self.timed_call_checked = False
+                return
+            ref, digest = self.reference_output(module, model, self.options.seed + LOOP_CHECK_SEED_OFFSET,
+                                                "Model forward (loop check)", True)
+            out = self.candidate_output(header, ref, digest)
+            cmp = self.steps.guarded("loop check", "comparing outputs", compare_outputs, ref, out, self.options,
+                                     _structure(header), hold=None)
+        self.timed_call_checked = True
+        if cmp.error_type is not ErrorType.OK:
+            self.flags.append("timed_call_differs")
+            raise fail(cmp.error_type, "a call inside the timing loop, on fresh values, gave a wrong output (ModelNew "
+                       f"does other work when timed than when checked): {cmp.message}")
+
     def run(self, cache_dir: str) -> RunResult:
         module, model = self.load(cache_dir)
         self.correctness(module, model)
@@ -334,6 +357,7 @@ class Judge:
         if self.launches.get("profile_pending"):
             self.record_launches()
         self.flags += launches.flags_of(self.launches)
+        self.loop_check(module, model)
         self.recheck(module, model)
         return verdict
 
@@ -397,6 +421,7 @@ def evaluate_program(path: str, options: EvalOptions, device: str, emit: Callabl
                                                               "candidate_capabilities": candidate.capabilities},
                                 "reference": "the program's text before the candidate's cut (runner.child.reference)",
                                 "recheck": "fresh values in the timed input tensors, one call",
+                                "timed_call_checked": judge.timed_call_checked,
                                 "outputs_handed_over_as": judge.handover},
                       "timing_cpu": judge.timing_cpu,
                       "reference_timing": ({"reused_from": judge.reference_timing.get("from")}

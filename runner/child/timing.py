@@ -295,6 +295,8 @@ def time_cuda_events(fn: Callable[[], Any], opts: TimingOptions) -> tuple[Timing
             return _batched_events(fn, flush, k, host_ms)
     first = [c[0] for c in checks] if slow and not d.side_stream_suspect else None
     size = max(1, min(CHECK_EVERY, int(SLOW_BATCH_S / per_call_s))) if slow else CHECK_EVERY
+    if callable(getattr(fn, "arm", None)):  # a `runner.child.loop_check.LoopCheck`: one call of the batches checked
+        fn.arm(size)
     samples, flags = _adaptive(batch, opts, first, size)
     if d.side_stream_suspect:
         flags.append("side_stream_suspect")
