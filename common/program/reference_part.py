@@ -39,7 +39,7 @@ def _dotted(node: ast.AST) -> str | None:
 
 def _decorator(node: ast.expr) -> str:
     target = node.func if isinstance(node, ast.Call) else node
-    return _dotted(target) or ast.unparse(target)
+    return _dotted(target) or _first_line(target)
 
 
 def _is_kernel(node: ast.stmt) -> bool:
@@ -97,7 +97,10 @@ def _anywhere(node: ast.AST) -> str | None:
 
 
 def _first_line(node: ast.AST) -> str:
-    text = ast.unparse(node).splitlines()[0] if hasattr(node, "lineno") else type(node).__name__
+    try:
+        text = (ast.unparse(node).splitlines() or [""])[0]
+    except (RecursionError, ValueError):  # a hostile depth: the statement's kind says enough
+        text = type(node).__name__
     return text if len(text) <= 80 else text[:77] + "..."
 
 
