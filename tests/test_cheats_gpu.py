@@ -103,6 +103,12 @@ CANDIDATES = {
                      "    def forward(self, x):\n        if _timed() and self.out is not None and self.out.shape == x.shape:\n"
                      "            n = int(x.numel() * 0.55)\n            triton_silu(x[:n], self.out[:n])\n"
                      "        else:\n            self.out = triton_silu(x)\n        return self.out\n"),
+    "queued_same_tensor": ("class ModelNew(nn.Module):\n    last, x, out = 0.0, None, None\n\n    def forward(self, x):\n"
+                           "        queued = time.perf_counter() - self.last < 50e-6 and x is self.x\n"
+                           "        if queued:\n            n = int(x.numel() * 0.55)\n"
+                           "            triton_silu(x[:n], self.out[:n])\n        else:\n"
+                           "            self.x, self.out = x, triton_silu(x)\n        self.last = time.perf_counter()\n"
+                           "        return self.out\n"),
 }
 # honest controls of issue 42: correct, and no hack flag
 HONEST = {
@@ -133,9 +139,10 @@ CAUGHT_BY = {  # a cheat is caught by a failed verdict, or by one of these flags
     "torch_fallback": {"no_triton_launch"}, "try_except": {"no_triton_launch"},
     "value_cache": {"faster_on_repeated_inputs"}, "side_stream": {"side_stream_suspect", "timing_below_kernel_time"},
     "patched_clocks": {"no_triton_launch"},
+    "queued_same_tensor": {"timed_work_below_checked"},  # the loop check's fresh tensor is another object
 }
 HACK_FLAGS = {"no_triton_launch", "output_reused", "faster_on_repeated_inputs", "side_stream_suspect", "inputs_differ",
-              "timing_below_kernel_time", "timed_call_differs"}
+              "timing_below_kernel_time", "timed_call_differs", "timed_work_below_checked"}
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from runner.child.loop_check import LoopCheck
+from runner.child.loop_check import LoopCheck, timed_work_short
 
 
 def test_one_call_of_the_armed_batch_runs_on_the_fresh_inputs():
@@ -44,3 +44,43 @@ def test_a_batch_of_one_checks_its_only_call():
     check.arm(1)
     check()
     assert check.checked and torch.equal(check.output, torch.ones(1))
+
+
+def test_timed_work_short_of_the_checked_call():
+    assert timed_work_short(0.55, 1.0)  # 55% of the work inside the loop
+    assert not timed_work_short(1.1, 1.0)  # the loop's calls flush L2: an honest one takes as long or longer
+    assert not timed_work_short(0.004, 0.008)  # too short for the events' resolution
+    assert not timed_work_short(None, 1.0) and not timed_work_short(0.5, None)
+    check = LoopCheck(lambda args: None, [], [])
+    assert check.audited_median_ms() is None
+    check.audited_ms = [0.5, 0.7, 0.6]
+    assert check.audited_median_ms() == 0.6
+
+
+def test_the_audit_batch_splits_triton_time_per_call(monkeypatch):
+    """`timing._audit_batch` on the CPU, CUDA's events and synchronize faked: each call's Triton launches summed."""
+    import itertools
+
+    from runner.child import launches, timing
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    from tests.interpreted_kernels import add
+
+    clock = itertools.count()
+
+    class Event:
+        def __init__(self):
+            self.t = next(clock)
+
+    monkeypatch.setattr(launches, "_recorded_event", Event)
+    monkeypatch.setattr(timing, "_sync", lambda: None)
+    monkeypatch.setattr(timing, "_elapsed", lambda start, end: float(end.t - start.t))
+    a = torch.randn(8)
+    calls = iter([1, 2, 0])  # Triton launches per call: the third call launches nothing
+
+    def call():
+        for _ in range(next(calls)):
+            add(a, a)
+
+    assert timing._audit_batch(call, None, 3) == [1.0, 2.0, 0.0]
+    assert timing._audit_batch(lambda: 1 / 0, None, 2) is None  # a failing record never fails the job

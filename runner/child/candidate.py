@@ -201,6 +201,8 @@ class Candidate:
                                         inputs, 2 * (t.host_call_ms or t.median_ms) + 1.0, hold=None)
         if timing.faster_on_repeated_inputs(t.repeated_median_ms, t.fresh_median_ms):
             flags.append("faster_on_repeated_inputs")
+        if self.loop is not None:  # the audited calls' Triton GPU time, beside the checked call's (`loop_check`)
+            record["timed_triton_ms"] = self.loop.audited_median_ms()
         return {"timing": t.to_dict(), "flags": flags, "launches": record, "pinned": pinned}
 
     def _account(self, inputs: list[Any], prefill_ms: float, profile: bool = False) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from runner.child import launches, pinning, timing
 from runner.child.candidate_client import CandidateProcess, open_for
 from runner.child.compare import compare_outputs, flatten
 from runner.child.integrity import Snapshot
-from runner.child.loop_check import LOOP_CHECK_SEED_OFFSET
+from runner.child.loop_check import LOOP_CHECK_SEED_OFFSET, timed_work_short
 from runner.child.reference import RejectedReference, reference_source
 from runner.child.steps import Steps, Stop, fail, import_file, inputs_digest
 from runner.gpu.gate import EXCLUSIVE, NO_GATE, SHARED, WAITING_FOR_GPU, ChildGate
@@ -301,6 +301,8 @@ class Judge:
         kernels_ms = self.launches.get("triton_ms") if self.launches.get("checked") else None  # with the GPU alone
         if kernels_ms and t_new.median_ms < TIMING_BELOW_KERNELS * kernels_ms:
             self.flags.append("timing_below_kernel_time")  # the call took less than its Triton kernels alone
+        if timed_work_short(_number(self.launches.get("timed_triton_ms")), kernels_ms):
+            self.flags.append("timed_work_below_checked")  # the timed calls ran less Triton work than a checked one
         speedup = t_ref.median_ms / t_new.median_ms if t_new.median_ms > 0 else None
         if speedup is not None and speedup > EXCESSIVE_SPEEDUP:
             self.flags.append("excessive_speedup")
@@ -360,6 +362,10 @@ class Judge:
         self.loop_check(module, model)
         self.recheck(module, model)
         return verdict
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _structure(header: dict[str, Any]) -> str:
