@@ -78,6 +78,16 @@ CHECKS: tuple[Check, ...] = (
        "dict or list holds, indexes one by a tensor's address (`data_ptr()`), or returns a `self.` attribute it "
        "computed on an earlier call: outputs reused across calls.",
        True),
+    _s("reference_not_plain", "reference part not plain", "the text before the candidate's cut is not only "
+       "imports, `Model`, `get_inputs`, `get_init_inputs`, their helpers and constants: it lacks one of them, runs "
+       "code at module level (a patch of torch), decorates a definition, calls `exec`/`setattr`, or defines "
+       "`ModelNew` or a kernel before `Model`. The judge refuses to run such a part (`reference_rejected`).", True),
+    _s("tensor_subclass", "tensor subclass", "the candidate subclasses `torch.Tensor` or defines "
+       "`__torch_function__`/`__torch_dispatch__` (or calls `as_subclass`): an output can do work when it is read, "
+       "after the timed call.", True),
+    _s("clock_in_forward", "reads clocks or frames in forward", "a function reached from `ModelNew.forward` reads a "
+       "clock (`time.perf_counter`, `time.time`, ...) or the call stack (`sys._getframe`, `inspect.stack`, "
+       "`traceback.extract_stack`): it can tell a timing loop from a checked call.", True),
     _s("precision_downcast", "fp16/bf16 downcast", "the candidate converts to float16 or bfloat16 while the "
        "reference uses neither: faster, less precise than the fp32 reference.", False),
     # run flags (the runner's, on a run result)
@@ -85,6 +95,11 @@ CHECKS: tuple[Check, ...] = (
        "speed is torch's (or cached), not a Triton kernel's.", True),
     _r("output_reused", "output reused across calls", "after timing, fresh values in the same input tensors gave "
        "a wrong output: ModelNew returns a result kept from earlier calls.", True),
+    _r("timed_call_differs", "timed call differs", "one call inside the timing loop, on fresh inputs, gave a "
+       "wrong output while the checked calls were right: ModelNew does less work when it is timed (it notices the "
+       "timing loop).", True),
+    _r("timed_work_below_checked", "less work when timed", "calls queued like the timed ones ran under 75% of the "
+       "Triton GPU time of an untimed checked call: ModelNew does less work inside the timing loop.", True),
     _r("faster_on_repeated_inputs", "faster on repeated inputs", "calls with fresh values written into the inputs "
        "took over 1.5× (and 10 µs more than) single calls on the timed values: an output cached by value is likely, "
        "and the timed speed is not the kernel's.", True),
@@ -100,6 +115,10 @@ CHECKS: tuple[Check, ...] = (
        "or a signal to another process, and the guard refused it (the value says what).", True),
     _r("not_isolated", "not OS-isolated", "the job ran without operating-system isolation (no namespaces): only "
        "the in-process guard stood between the program and the machine."),
+    _r("candidate_same_user", "candidate ran as the judge's user", "the candidate could not run as another user "
+       "(the judge is not root, `TLX_RUNNER_CANDIDATE_UID=same`, or Python lies out of an unprivileged user's reach, "
+       "e.g. under /root): the judge is non-dumpable and a root candidate holds no capabilities, so the judge's "
+       "memory and the verdict channel's key stay out of its reach (`method.judge` says which held)."),
     _r("launches_not_checked", "launches not checked", "kernel launch accounting could not run (e.g. the CPU "
        "interpreter): `no_triton_launch` and the Triton share are unknown, not passed."),
     _r("side_stream_suspect", "side stream suspected", "CUDA events saw less time than the wall clock: work ran "

@@ -29,12 +29,13 @@ class ErrorType(StrEnum):
     TIMEOUT = "timeout"
     OUT_OF_MEMORY = "out_of_memory"
     CRASHED = "crashed"
+    REFERENCE_REJECTED = "reference_rejected"  # the judge refused the reference part (runner/child/reference.py)
 
 
 # Error types that no device or run changes: the program fails the same way on any GPU, and on the CPU.
 DEVICE_INDEPENDENT = frozenset({
     ErrorType.SYNTAX_ERROR, ErrorType.IMPORT_ERROR, ErrorType.MISSING_SYMBOL, ErrorType.INIT_ERROR,
-    ErrorType.COMPILE_ERROR, ErrorType.LAUNCH_ERROR, ErrorType.SHAPE_MISMATCH,
+    ErrorType.COMPILE_ERROR, ErrorType.LAUNCH_ERROR, ErrorType.SHAPE_MISMATCH, ErrorType.REFERENCE_REJECTED,
 })
 
 

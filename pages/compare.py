@@ -43,7 +43,7 @@ table = compare.facts_frame(compare.facts(a, runs["A"], cfg.label_unit), compare
 st.dataframe(table, hide_index=True, key="compare_facts", column_config={
     "": st.column_config.TextColumn("", width="medium"),
     "A": st.column_config.TextColumn(f"A · {a_id}"), "B": st.column_config.TextColumn(f"B · {b_id}")})
-notes = compare.ratios(a.meta, b.meta, runs["A"], runs["B"])
+notes = compare.ratios(a.meta, b.meta, compare.timed_run(a, runs["A"]), compare.timed_run(b, runs["B"]))
 if fresh:
     notes.append("measured: this session's Re-run both")
 if notes:

@@ -21,7 +21,7 @@ from common.errors import TlxError
 from common.results_log import results_signature
 from common.settings import Settings, load_settings
 from common.triage_log import triage_signature
-from queries.checks_table import checks_table
+from queries.checks_table import checks_table, outcome_labels_table, outcomes_table
 from queries.memo import Memo
 from queries.results import load_run_results
 from queries.sql_files import sql_text
@@ -65,6 +65,11 @@ class Database:
         self.con.register("checks_arrow", checks_table())
         self.con.execute(sql_text("setup_checks"))
         self.con.unregister("checks_arrow")
+        self.con.register("outcomes_arrow", outcomes_table())
+        self.con.register("outcome_labels_arrow", outcome_labels_table())
+        self.con.execute(sql_text("setup_outcomes"))
+        self.con.unregister("outcomes_arrow")
+        self.con.unregister("outcome_labels_arrow")
         self.con.execute(sql_text("setup_row_flags"))
         self.con.execute(sql_text("setup_filtered"))
         self.con.execute(sql_text("setup_causes"))

@@ -6,6 +6,7 @@ tests/test_cheats_gpu.py."""
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -28,6 +29,15 @@ EXPECTED = {
     "caller_frames": ("failed", "output_mismatch", None),
     "value_cache": ("ok", None, "no_triton_launch"),  # the launch check replays trial 1's inputs: a cache hit
     "honest_with_views": ("ok", None, None),
+    # issue 42: outputs compared as they are, the judge runs only the reference part
+    "tensor_subclass_output": ("failed", "shape_mismatch", None),
+    "argmax_off_by_one": ("failed", "output_mismatch", None),
+    "complex_wrong_imag": ("failed", "output_mismatch", None),
+    "late_inputs_decorated": ("failed", "reference_rejected", None),
+    "patch_between": ("failed", "output_mismatch", None),
+    "model_new_first": ("failed", "reference_rejected", None),
+    "honest_transposed_reference": ("ok", None, None),
+    "reads_judge_memory": ("ok", None, None),  # every /proc file of the judge and the runner refused
 }
 
 
@@ -62,11 +72,28 @@ def test_cheat_is_caught(verdicts, name):
         assert flag in r.flags, r.flags
 
 
-@pytest.mark.parametrize("name", ["correct_add", "honest_with_views"])
+@pytest.mark.parametrize("name", ["correct_add", "honest_with_views", "honest_transposed_reference"])
 def test_honest_controls_carry_no_hack_flag(verdicts, name):
     r = verdicts[name]
     assert r.status == "ok" and not HACK_FLAGS & set(r.flags), (r.message, r.flags)
     assert r.launches["checked"] and r.launches["triton_launches"] >= 1
+
+
+def test_the_failures_are_named(verdicts):
+    assert "torch.Tensor subclass _Deferred" in verdicts["tensor_subclass_output"].message
+    assert "does not define get_inputs before the candidate's part" in verdicts["late_inputs_decorated"].message
+    assert "ModelNew before Model" in verdicts["model_new_first"].message or "before Model" in \
+        verdicts["model_new_first"].message
+
+
+def test_a_candidate_as_the_judges_user_says_so_and_holds_no_capabilities(verdicts):
+    judge = verdicts["reads_judge_memory"].method["judge"]
+    kept = judge["candidate_kept_from_judge"]
+    assert kept["judge_non_dumpable"] is True
+    same_user = "candidate_same_user" in verdicts["reads_judge_memory"].flags
+    assert same_user == (judge["candidate_uid"] == os.geteuid())
+    if same_user and os.geteuid() == 0:  # Python out of an unprivileged user's reach (here: under /root)
+        assert kept["candidate_capabilities"] == "root without capabilities"
 
 
 def test_the_launch_record_says_what_it_could_not_check_on_the_interpreter(verdicts):

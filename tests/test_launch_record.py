@@ -96,3 +96,46 @@ def test_the_queue_filling_sleep_is_calibrated_without_its_first_load(monkeypatc
         assert launches._sleep_cycles_per_ms() == pytest.approx(1.98e6, rel=1e-3)
     finally:
         launches._sleep_cycles_per_ms.cache_clear()
+
+
+class FakeGraph:
+    """Stands for torch.cuda.CUDAGraph on the CPU: capture and replay run nothing of their own."""
+
+    def capture_begin(self, *args, **kwargs):
+        return None
+
+    def capture_end(self):
+        return None
+
+    def replay(self):
+        return None
+
+
+def test_a_cuda_graph_replay_counts_the_triton_kernels_it_captured(monkeypatch):
+    """Issue 42: an honest candidate replaying its Triton launch from a CUDA graph failed in the launch record (an
+    event recorded on a capturing stream) or read as launching nothing. Launches into a capture are not counted
+    (nor timed); each replay counts the Triton kernels its capture saw."""
+    import torch
+
+    from runner.child.launches import counting_triton_launches, watch_graphs
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", type("Graph", (FakeGraph,), {}))
+    from tests.interpreted_kernels import add  # an interpreted Triton kernel
+
+    watch_graphs()
+    graph = torch.cuda.CUDAGraph()
+    a, b = torch.randn(64), torch.randn(64)
+    with counting_triton_launches() as during_capture:
+        graph.capture_begin()
+        add(a, b)
+        graph.capture_end()
+    assert during_capture == []  # captured, not run
+    with counting_triton_launches() as replays:
+        graph.replay()
+        graph.replay()
+        torch.cuda.CUDAGraph().replay()  # a graph that captured no Triton kernel counts nothing
+    assert [name for name, _, _ in replays] == ["add_kernel", "add_kernel"]
+    with counting_triton_launches() as plain:
+        add(a, b)
+    assert [name for name, _, _ in plain] == ["add_kernel"]

@@ -78,15 +78,25 @@ evaluate_in_sandbox(sys.argv[1], EvalOptions(device="cpu", timeout_s=120, work_r
 '''
 ENV_CHECK = '''
 import os
-assert "TLX_TEST_SECRET" not in os.environ, "secret leaked into the sandbox"
-assert os.environ["HOME"] == os.getcwd(), "HOME is not the job's temp dir"
-if __name__ == "tlx_program":  # the candidate's process (the judge has no Triton cache of its own)
-    assert os.path.basename(os.getcwd()) == "candidate", "not in the job's candidate folder"
-    assert "/tlx-run-" in os.environ["TRITON_CACHE_DIR"], "cache not per job"
+
+
+def _env_check():  # run at import by an assignment, in both processes: a plain reference part runs no statement
+    assert "TLX_TEST_SECRET" not in os.environ, "secret leaked into the sandbox"
+    assert os.environ["HOME"] == os.getcwd(), "HOME is not the job's temp dir"
+    if __name__ == "tlx_program":  # the candidate's process (the judge has no Triton cache of its own)
+        assert os.path.basename(os.getcwd()) == "candidate", "not in the job's candidate folder"
+        assert "/tlx-run-" in os.environ["TRITON_CACHE_DIR"], "cache not per job"
+
+
+_ENV = _env_check()
 '''
 SHARED_CACHE = '''
 import os
-if __name__ == "tlx_program":  # the candidate's process (in <job>/candidate), which compiles
+
+
+def _compile_into_the_cache():  # run at import by an assignment (a plain reference part runs no statement)
+    if __name__ != "tlx_program":  # only the candidate's process (in <job>/candidate), which compiles
+        return None
     cache = os.environ["TRITON_CACHE_DIR"]
     assert os.path.dirname(cache) == os.path.dirname(os.path.dirname(os.getcwd())), "the job compiles into its own folder"
     assert open(os.path.join(cache, "seeded", "kernel.bin")).read() == "from the shared cache"
@@ -94,6 +104,9 @@ if __name__ == "tlx_program":  # the candidate's process (in <job>/candidate), w
     open(os.path.join(cache, "compiled", "kernel.bin"), "w").write("new")
     os.makedirs(os.path.join(cache, "planted"))
     os.symlink("/etc/hostname", os.path.join(cache, "planted", "link"))
+
+
+_CACHE = _compile_into_the_cache()
 '''
 
 

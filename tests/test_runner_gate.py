@@ -104,7 +104,10 @@ TIMED_SECTION = '''
 import json, os, time
 from runner.gpu.gate import current
 
-if __name__ == "tlx_reference":  # in the judge, which holds the job's gate (the candidate process has none)
+
+def _timed_section():  # run at import by an assignment: a plain reference part runs no module-level statement
+    if __name__ != "tlx_reference":  # only in the judge, which holds the job's gate (the candidate process has none)
+        return None
     with current().shared():
         time.sleep(0.2)
     with current().exclusive():  # stands for the timing stage: the parent's gate must keep it alone
@@ -113,6 +116,9 @@ if __name__ == "tlx_reference":  # in the judge, which holds the job's gate (the
         end = time.time()
     with open(os.path.join({folder!r}, str(time.time_ns())), "w") as fh:  # (pids repeat: each job's PID namespace)
         json.dump([start, end], fh)
+
+
+_SECTION = _timed_section()
 '''
 
 
@@ -198,7 +204,7 @@ class FakeCandidate:
         inputs = self.module.get_inputs()
         answer = {"ok": True, "flags": [], "autotunes": True, "tuners": self.tuners}
         if cmd in ("forward", "recheck"):
-            answer.update(digest=inputs_digest(inputs), outputs=[inputs[0] * 2])
+            answer.update(digest=inputs_digest(inputs), outputs=[inputs[0] * 2], structure="*")
         if cmd == "time":
             answer.update(timing=Timing(0.5, 0.5, 0.0, 0.5, 0.5, 1).to_dict(), flags=[],
                           launches={"checked": True, "triton_launches": 1, "triton_ms": 0.4})
@@ -373,7 +379,8 @@ def test_a_harness_failure_is_a_runtime_error_unless_out_of_memory():
 def test_gate_wait_does_not_count_against_the_timeout(tmp_path):
     """A job that waits for the gate (held elsewhere) longer than its whole timeout still gets its verdict."""
     gate = GpuGate()
-    program = "from runner.gpu.gate import current\nwith current().exclusive():\n    pass\n" + runner_program("correct_add")
+    program = ("from runner.gpu.gate import current\n\n\ndef _hold():\n    with current().exclusive():\n        pass\n\n\n"
+               "_HELD = _hold()\n" + runner_program("correct_add"))  # an assignment: plain reference parts run no statement
     opts = EvalOptions(device="cpu", timeout_s=60.0, trials=1, memory_limit_bytes=int(1.5 * GIB),
                        work_root=str(tmp_path), prewarm=False)
     try:

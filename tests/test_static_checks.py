@@ -26,6 +26,30 @@ class ModelNew(nn.Module):
 '''
 
 CHEATS = {
+    # issue 42: a patch of the comparison placed between get_init_inputs and the kernels (value: candidate, base)
+    "reference_not_plain": ("", BASE.replace("\n\n@triton.jit", "\n\ntorch.isclose = lambda *a, **k: True\n\n\n"
+                                             "@triton.jit", 1)),
+    "tensor_subclass": '''
+class Deferred(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        return triton_add(a, b).as_subclass(Deferred)
+''',
+    "clock_in_forward": '''
+import time
+
+class ModelNew(nn.Module):
+    last = 0.0
+
+    def forward(self, a, b):
+        now = time.perf_counter()
+        queued, self.last = now - self.last < 50e-6, now
+        return triton_add(a, b) if not queued else triton_add(a, b)
+''',
     "kernel_never_called": '''
 import torch.nn.functional as F
 
@@ -109,6 +133,14 @@ class ModelNew(nn.Module):
 
 # more cheats, each: (flag, candidate)
 MORE_CHEATS = [
+    ("clock_in_forward", "import traceback\n\ndef launch(a, b):\n"
+                         "    if any(f.name == 'time_callable' for f in traceback.extract_stack()):\n"
+                         "        return a\n    return triton_add(a, b)\n\nclass ModelNew(nn.Module):\n"
+                         "    def forward(self, a, b):\n        return launch(a, b)\n"),
+    ("clock_in_forward", "from time import perf_counter as clock\n\nclass ModelNew(nn.Module):\n"
+                         "    def forward(self, a, b):\n        clock()\n        return triton_add(a, b)\n"),
+    ("tensor_subclass", "class Out(torch.Tensor):\n    pass\n\nclass ModelNew(nn.Module):\n"
+                        "    def forward(self, a, b):\n        return triton_add(a, b)\n"),
     ("kernel_never_called", "class ModelNew(Model):\n    pass\n"),  # inherits Model's forward
     ("kernel_never_called", "class ModelNew(nn.Module):\n    def forward(self, a, b):\n"
                             "        return torch.nn.functional.silu(a + b)\n"),
@@ -137,6 +169,17 @@ MORE_CHEATS = [
 
 # honest controls that look like a cheat to a cruder rule
 CONTROLS = {
+    "a clock read in __init__, not in forward": '''
+import time
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.built_at = time.time()
+
+    def forward(self, a, b):
+        return triton_add(a, b)
+''',
     "backend flags and a module-level config cache": '''
 torch.backends.cuda.matmul.allow_tf32 = True
 _blocks = {}
@@ -277,7 +320,10 @@ def test_the_runners_cheat_programs_are_flagged_statically_too():
                 "global_inputs": "output_cache", "patch_compare": "torch_patch", "pointer_cache": "output_cache",
                 "torch_fallback": "kernel_never_called", "try_except_fallback": "try_except_fallback",
                 "value_cache": "output_cache", "cached_output": "output_cache", "patch_timing": "timing_patch",
-                "fork_bomb": "threads"}
+                "fork_bomb": "threads", "tensor_subclass_output": "tensor_subclass",
+                "patch_between": "reference_not_plain", "model_new_first": "reference_not_plain",
+                "late_inputs_decorated": "reference_not_plain"}
+    assert flagged.pop("honest_transposed_reference") == []
     assert {name: flag for name, flag in expected.items() if flag in flagged[name]} == expected
 
 
@@ -287,7 +333,8 @@ def test_the_honest_candidate_has_no_flag():
 
 @pytest.mark.parametrize("flag", STATIC_FLAGS)
 def test_each_flag_has_a_cheat_that_raises_it(flag):
-    assert flag in flags_of(CHEATS[flag])
+    cheat = CHEATS[flag]
+    assert flag in (flags_of(*cheat) if isinstance(cheat, tuple) else flags_of(cheat))
 
 
 @pytest.mark.parametrize(("flag", "candidate"), MORE_CHEATS)

@@ -8,6 +8,7 @@ import math
 import pandas as pd
 import streamlit as st
 
+from common.hardware import CPU_LABEL
 from ui import links, verdict
 from ui.labels import error_name
 
@@ -27,15 +28,26 @@ def latest_run(detail, fresh: dict | None = None) -> dict | None:
     return detail.runs.slice(0, 1).to_pylist()[0] if detail.runs.num_rows else None
 
 
+def timed_run(detail, run: dict | None) -> dict | None:
+    """The run whose timing a comparison shows: `run`, unless it ran on the CPU interpreter (a correctness check
+    that times nothing), then the row's newest GPU run (None without one): an interpreter run never replaces it."""
+    if run is None or run.get("device") != CPU_LABEL:
+        return run
+    return next((r for r in detail.runs.to_pylist() if r.get("device") != CPU_LABEL), None)
+
+
 def verdict_text(run: dict | None) -> str:
     if run is None:
         return "never re-run"
-    return "correct" if run.get("status") == "ok" else f"failed: {error_name(run.get('error_type') or 'unknown')}"
+    text = "correct" if run.get("status") == "ok" else f"failed: {error_name(run.get('error_type') or 'unknown')}"
+    return f"{text} (CPU interpreter check)" if run.get("device") == CPU_LABEL else text
 
 
 def facts(detail, run: dict | None, unit: str) -> dict[str, str]:
-    """What a reader compares about one candidate, as text (both columns of the table share the names)."""
+    """What a reader compares about one candidate, as text (both columns of the table share the names): the
+    latest verdict from `run`, the times from `timed_run`."""
     meta = detail.meta
+    timed = timed_run(detail, run) or {}
     run = run or {}
     return {
         "row": str(meta.get("id")),
@@ -47,12 +59,12 @@ def facts(detail, run: dict | None, unit: str) -> dict[str, str]:
         "candidate (chars)": _num(meta.get("cand_chars"), ",d"),
         "static finding": error_name(meta.get("static_error")),
         "latest verdict": verdict_text(run or None),
-        "profile": str(run.get("profile") or "—"),
-        "GPU / device": str(run.get("gpu") or run.get("device") or "—"),
-        "ModelNew median": _num(run.get("median_ms"), ".4g", " ms"),
-        "ModelNew spread": verdict.spread(run) or "—",
-        "Model (eager) median": _num(run.get("ref_median_ms"), ".4g", " ms"),
-        "speedup vs reference": _num(run.get("speedup"), ".3g", "×"),
+        "profile": str(timed.get("profile") or "—"),
+        "GPU / device": str(timed.get("gpu") or timed.get("device") or "—"),
+        "ModelNew median": _num(timed.get("median_ms"), ".4g", " ms"),
+        "ModelNew spread": verdict.spread(timed) or "—",
+        "Model (eager) median": _num(timed.get("ref_median_ms"), ".4g", " ms"),
+        "speedup vs reference": _num(timed.get("speedup"), ".3g", "×"),
         "finished": str(run.get("finished_at") or "—"),
     }
 

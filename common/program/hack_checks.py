@@ -19,6 +19,12 @@ never count. What each flag means is in common/checks.py; how each is found:
   candidate (`torch_patch`: an assignment to a `torch.` name other than a timing function or a setting).
 - `output_cache`: a reached function returns what a module-level dict/list holds (`return _cache[key]`), indexes
   one by `data_ptr()`, or returns a `self.<attr>` that a reached method set from a computation (not an allocation).
+- `tensor_subclass`: a class deriving from `Tensor`/`torch.Tensor`, a def named `__torch_function__` or
+  `__torch_dispatch__`, or `as_subclass`/`_make_subclass`/`_make_wrapper_subclass`, anywhere in the candidate.
+- `clock_in_forward`: a reached function calls a clock (`hack_names.CLOCK_CALLS`: `time.perf_counter`, ...) or a
+  stack reader (`hack_names.STACK_CALLS`), by its imported name too, or mentions a frame's `f_back`/`f_locals`.
+- `reference_not_plain`: the reference part (`ReferenceInfo.problem`) breaks `common/program/reference_part.py`'s
+  rule, the one the judge refuses to run (here on the whole reference text, before the cut).
 - `precision_downcast`: a conversion to float16/bfloat16 in the candidate (`.half()`, `.to(torch.float16)`,
   `x.to(tl.bfloat16)` in a kernel, `dtype=torch.float16`; a dtype only compared or mapped is none), while the
   reference mentions neither.
@@ -33,6 +39,7 @@ from dataclasses import dataclass, field
 
 from common.checks import STATIC_FLAGS
 from common.program import hack_names as vocab
+from common.program.reference_part import reference_problem
 from common.program.syntax_rules import is_kernel, triton_aliases
 
 _LOW_PRECISION_TEXT = re.compile(r"float16|bfloat16|\.half\(|torch\.half\b")
@@ -46,17 +53,20 @@ _NEEDLES = {"threads": ("thread", "Thread", "multiprocessing", "concurrent", "fo
 @dataclass(frozen=True)
 class ReferenceInfo:
     """What the checks need of the reference part: its import aliases (and those of triton's names:
-    `syntax_rules.triton_aliases`) and whether it uses fp16/bf16 itself."""
+    `syntax_rules.triton_aliases`), whether it uses fp16/bf16 itself, and why it is not plain
+    (`common.program.reference_part`), if it is not."""
 
     aliases: dict[str, str] = field(default_factory=dict)
     low_precision: bool = False
     triton: dict[str, str] = field(default_factory=dict)
+    problem: str | None = None
 
 
 def reference_info(reference: str, tree: ast.Module | None) -> ReferenceInfo:
     return ReferenceInfo(_aliases(tree.body) if tree is not None else {},
                          bool(_LOW_PRECISION_TEXT.search(reference)),
-                         triton_aliases(tree.body) if tree is not None else {})
+                         triton_aliases(tree.body) if tree is not None else {},
+                         reference_problem(tree.body) if tree is not None else None)
 
 
 def static_flags(candidate: list[ast.stmt], ref: ReferenceInfo, text: str) -> list[str]:
@@ -166,6 +176,8 @@ class _Program:
                 if kind is ast.Call:
                     self._call(node, wanted)
             elif kind in _FUNCTION:
+                if node.name in vocab.TENSOR_SUBCLASS_HOOKS:
+                    self.found.add("tensor_subclass")
                 if is_kernel(node, self.triton):
                     self.kernels.add(node.name)
                     in_kernel = True
@@ -177,6 +189,8 @@ class _Program:
                     owner = node
             elif kind is ast.ClassDef:
                 self.classes.setdefault(node.name, node)
+                if any((dotted(base) or "").split(".")[-1] == "Tensor" for base in node.bases):
+                    self.found.add("tensor_subclass")
                 if node.name == "ModelNew" and model_new is None:
                     model_new = node
             elif kind is ast.Assign or kind is ast.AnnAssign or kind is ast.AugAssign:
@@ -205,6 +219,8 @@ class _Program:
 
     def _attribute(self, node: ast.Attribute, wanted: frozenset[str], in_kernel: bool) -> None:
         attr = node.attr
+        if attr in vocab.TENSOR_SUBCLASS_HOOKS:
+            self.found.add("tensor_subclass")
         if not in_kernel and (attr in vocab.FRAME_ATTRS or self._origin(dotted(node)) in vocab.FRAME_CALLS):
             self.found.add("caller_frames")
         if attr in vocab.STREAM_NAMES or (attr == "stream" and (dotted(node.value) or "").endswith("cuda")):
@@ -272,6 +288,10 @@ class _Program:
             found.add("kernel_never_called")
         if any(self._computes(node) for fn in functions if fn.name != "__init__" for node in self.calls[id(fn)]):
             found.add("torch_compute_in_forward")
+        if any(self._reads_clock(fn) for fn in functions):
+            found.add("clock_in_forward")
+        if ref.problem is not None:
+            found.add("reference_not_plain")
         if any(self._falls_back(node) for node in self.tries):
             found.add("try_except_fallback")
         if ((self.containers and self._returns_cached(functions)) or self._keys_by_address(functions)
@@ -308,6 +328,13 @@ class _Program:
                 return False
             return func.attr in vocab.COMPUTE_OPS or (func.attr.endswith("_") and func.attr[:-1] in vocab.COMPUTE_OPS)
         return False
+
+    def _reads_clock(self, fn: ast.AST) -> bool:
+        """Whether a function calls a clock or reads the call stack (`clock_in_forward`)."""
+        if self.names[id(fn)] & {"f_back", "f_locals", "_getframe"}:
+            return True
+        return any(isinstance(call, ast.Call) and self._origin(dotted(call.func)) in vocab.CLOCK_CALLS | vocab.STACK_CALLS
+                   for call in self.calls[id(fn)])
 
     def _is_layer(self, value: ast.expr) -> bool:
         """Whether a value assigned to `self.<attr>` builds an nn compute layer."""

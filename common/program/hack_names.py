@@ -44,3 +44,11 @@ TORCH_SETTINGS = ("torch.backends.", "torch._dynamo.", "torch._inductor.", "torc
 ALLOCATIONS = frozenset({"empty", "empty_like", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
                          "new_empty", "new_zeros", "new_ones", "new_full", "empty_strided"})
 CONTAINERS = frozenset({"dict", "list", "set", "OrderedDict", "defaultdict", "WeakValueDictionary", "deque"})
+TENSOR_SUBCLASS_HOOKS = frozenset({"__torch_function__", "__torch_dispatch__", "as_subclass", "_make_subclass",
+                                   "_make_wrapper_subclass"})
+CLOCK_CALLS = frozenset({f"time.{name}{ns}" for name in ("time", "perf_counter", "monotonic", "process_time",
+                                                         "thread_time", "clock_gettime") for ns in ("", "_ns")}
+                        | {"timeit.default_timer", "datetime.datetime.now", "datetime.now", "datetime.datetime.utcnow"})
+STACK_CALLS = frozenset({"sys._getframe", "inspect.stack", "inspect.currentframe", "inspect.getouterframes",
+                         "inspect.getframeinfo", "inspect.trace", "traceback.extract_stack", "traceback.format_stack",
+                         "traceback.walk_stack", "traceback.print_stack"})

@@ -29,9 +29,14 @@ WHERE f IS NULL OR (
 CREATE MACRO is_candidate(n_kernels, flagged, c_no_triton, c_flagged) AS
     (c_no_triton OR n_kernels > 0) AND (c_flagged OR NOT flagged);
 
+-- The one "correct" of every ranking: labelled correct, and not refuted by the row's latest verdict (a failed GPU
+-- re-run, or a CPU interpreter run failed for a reason no device changes: setup_runs.sql).
+CREATE MACRO ranked_correct(ok, refuted) AS ok AND NOT refuted;
+
 -- Per-problem statistics over the filtered rows (the problems table; `problem_stats` holds it unfiltered, with
--- the default candidate filter). Label columns (y_*, spread, best_id) count the correct rows that pass the
--- candidate filter (`ranked`); candidates and failures count every filtered row.
+-- the default candidate filter). Label columns (y_*, spread, best_id) count the correct rows (`ranked_correct`)
+-- that pass the candidate filter (`ranked`); candidates count every filtered row, failures every one that is not
+-- correct.
 CREATE MACRO problem_table(f, c_no_triton, c_flagged) AS TABLE
 SELECT
     problem_key,
@@ -41,8 +46,8 @@ SELECT
     max(level) AS level,
     count(*) AS candidates,
     count(DISTINCT candidate_key) AS distinct_candidates,
-    count(*) FILTER (WHERE NOT ok) AS failures,
-    count(*) FILTER (WHERE NOT ok) / count(*) AS failure_rate,
+    count(*) FILTER (WHERE NOT ranked_correct(ok, refuted)) AS failures,
+    count(*) FILTER (WHERE NOT ranked_correct(ok, refuted)) / count(*) AS failure_rate,
     count(*) FILTER (WHERE ranked) AS ranked,
     count(*) FILTER (WHERE flagged) AS flagged_rows,
     min(y) FILTER (WHERE ranked) AS y_min,
@@ -54,6 +59,6 @@ SELECT
     arg_min(id, (y, id)) FILTER (WHERE ranked) AS best_id,
     count(*) FILTER (WHERE split = 'train') AS train_rows,
     count(*) FILTER (WHERE split = 'test') AS test_rows
-FROM (SELECT *, ok AND is_candidate(n_kernels, flagged, c_no_triton, c_flagged) AS ranked
+FROM (SELECT *, ranked_correct(ok, refuted) AND is_candidate(n_kernels, flagged, c_no_triton, c_flagged) AS ranked
       FROM filtered(f))
 GROUP BY problem_key;

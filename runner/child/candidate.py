@@ -14,7 +14,8 @@ commands over the link (`runner.child.link`), one answer each:
 | `launches` (seed) | one untimed call with its launches recorded (`runner.child.launches`; the profiler when no Triton kernel ran) | launches |
 | `time` (seed, timing) | the timing loop on `get_inputs()` made after `seed`, then one call with its launches recorded (no profiler) | timing, flags, launches |
 | `recheck` (seed, ipc) | fresh values after `seed` written into the timed inputs' tensors, one call | digest, outputs |
-| `finish` | | flags (guard refusals, interpreter notes), its CPU seconds |
+| `loop_check` (ipc) | the outputs of the call inside the timing loop that ran on fresh inputs (`runner.child.loop_check`; `time`'s loop_seed) | checked, digest, outputs |
+| `finish` | | flags (guard refusals, interpreter notes), its CPU seconds, its capabilities (`separation`) |
 
 It holds no reference output, no verdict channel and no gate: the judge holds the gate around each command.
 What it sends back is only data for the judge to check; a failure it reports is its own verdict."""
@@ -30,7 +31,7 @@ import traceback
 from typing import Any
 
 from common.outcomes import ErrorType
-from runner.child import pinning, process
+from runner.child import pinning, process, separation
 from runner.child.classify import classify
 from runner.child.link import LinkError, encode_outputs, receive, send
 from runner.child.steps import Steps, Stop, cloned, fail, import_file, inputs_digest, set_seed
@@ -42,11 +43,14 @@ MODULE_NAME = "tlx_program"
 
 
 class Candidate:
-    def __init__(self) -> None:
+    def __init__(self, capabilities: str = "") -> None:
+        self.capabilities = capabilities  # what `separation.drop_capabilities` did
         self.steps: Steps | None = None
         self.module: Any = None
         self.new: Any = None
         self.timed_inputs: list[Any] | None = None
+        self.loop: Any = None  # the timing loop's `LoopCheck`, and the digest of its fresh inputs
+        self.loop_digest: str | None = None
         self.flags: list[str] = []
         self.cpu_warm_s: float | None = None
         self.kept: list[Any] = []  # outputs handed over as CUDA IPC handles, alive until the next command
@@ -77,9 +81,10 @@ class Candidate:
             tb = "".join(traceback.format_exception_only(type(exc), exc))
             raise fail(ErrorType.SYNTAX_ERROR, f.message, exception=f.exception, traceback=tb) from None
         if device == "cuda":
-            from runner.child import timing
+            from runner.child import launches, timing
 
             timing.pin_clocks()
+            launches.watch_graphs()  # before the program can capture a CUDA graph
         self.module = steps.guarded("load", "importing the program", import_file, path, MODULE_NAME)
         missing = [name for name in REQUIRED if not callable(getattr(self.module, name, None))]
         if missing:
@@ -143,16 +148,21 @@ class Candidate:
         may write into its inputs); CUDA outputs as IPC handles when `ipc`, their work finished first."""
         import torch
 
-        from runner.child.compare import flatten
-
         digest = inputs_digest(inputs) if digest else None
         with torch.no_grad():
             out = self.steps.guarded("correctness", context, self.steps.forward, self.new, inputs, hold=None)
+        return self._handed_over(out, digest, ipc)
+
+    def _handed_over(self, out: Any, digest: str | None, ipc: bool) -> tuple[dict[str, Any], list[Any]]:
+        import torch
+
+        from runner.child.compare import flatten, structure
+
         if ipc:
             torch.cuda.synchronize()
         described, payloads, self.kept = self.steps.guarded("correctness", "handing the outputs over",
                                                             lambda: encode_outputs(flatten(out), ipc), hold=None)
-        return {"digest": digest, "outputs": described}, payloads
+        return {"digest": digest, "outputs": described, "structure": structure(out)}, payloads
 
     def launches(self, msg: dict[str, Any]) -> dict[str, Any]:
         import torch
@@ -169,11 +179,18 @@ class Candidate:
         from runner.child import timing
 
         self.timed_inputs = inputs = self.steps.inputs(self.module, int(msg["seed"]), stage="timing")
+        timed: Any = lambda: self.new(*inputs)  # noqa: E731
+        if isinstance(msg.get("loop_seed"), int):
+            from runner.child.loop_check import LoopCheck
+
+            fresh = self.steps.inputs(self.module, msg["loop_seed"], stage="timing")
+            self.loop_digest = inputs_digest(fresh)
+            self.loop = timed = LoopCheck(lambda args: self.new(*args), inputs, fresh)
         opts = TimingOptions(**msg["timing"])
         cpu = msg.get("cpu") if isinstance(msg.get("cpu"), int) else None
         with torch.no_grad(), pinning.pinned(cpu) as pinned:
             t, flags = self.steps.guarded("timing", "timing ModelNew",
-                                          lambda: timing.time_callable(lambda: self.new(*inputs), opts), hold=None)
+                                          lambda: timing.time_callable(timed, opts), hold=None)
             seed = int(msg["seed"])
             t.repeated_median_ms, t.fresh_median_ms = self.steps.guarded(
                 "timing", "timing ModelNew on repeated and on fresh values",
@@ -184,6 +201,8 @@ class Candidate:
                                         inputs, 2 * (t.host_call_ms or t.median_ms) + 1.0, hold=None)
         if timing.faster_on_repeated_inputs(t.repeated_median_ms, t.fresh_median_ms):
             flags.append("faster_on_repeated_inputs")
+        if self.loop is not None:  # the audited calls' Triton GPU time, beside the checked call's (`loop_check`)
+            record["timed_triton_ms"] = self.loop.audited_median_ms()
         return {"timing": t.to_dict(), "flags": flags, "launches": record, "pinned": pinned}
 
     def _account(self, inputs: list[Any], prefill_ms: float, profile: bool = False) -> dict[str, Any]:
@@ -213,21 +232,30 @@ class Candidate:
         return self._outputs(self.timed_inputs, "ModelNew forward (recheck on fresh values)", digest=True,
                              ipc=bool(msg.get("ipc")))
 
+    def loop_check(self, msg: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+        """The outputs of the timing loop's call on fresh inputs, `{"checked": false}` where none ran (another
+        timing method)."""
+        if self.loop is None or not self.loop.checked:
+            return {"checked": False}, []
+        header, payloads = self._handed_over(self.loop.output, self.loop_digest, bool(msg.get("ipc")))
+        return {"checked": True, **header}, payloads
+
     def finish(self, msg: dict[str, Any]) -> dict[str, Any]:
         from runner.child import guard, setup
 
         warm = self.cpu_warm_s if self.cpu_warm_s is not None else process.cpu_seconds()
-        return {"flags": setup.runtime_flags(self.steps.device if self.steps else "")
+        return {"capabilities": self.capabilities,
+                "flags": setup.runtime_flags(self.steps.device if self.steps else "")
                 + [f"refused: {what}" for what in dict.fromkeys(guard.refused())],
                 "cpu_s": {"candidate_warm": warm, "candidate_job": round(process.cpu_seconds() - warm, 3)}}
 
 
-def serve(stream_in: Any, stream_out: Any) -> None:
+def serve(stream_in: Any, stream_out: Any, capabilities: str = "") -> None:
     from runner.gpu.gate import ChildGate, install
 
     gate = ChildGate(lambda obj: send(stream_out, obj), stream_in, drain=process.synchronize)
     install(gate)  # Triton's compiles give the judge's gate back through the judge (`CandidateProcess.answer`)
-    candidate = Candidate()
+    candidate = Candidate(capabilities)
     while True:
         msg = receive(stream_in)
         cmd = msg.get("cmd")
@@ -255,7 +283,7 @@ def serve(stream_in: Any, stream_out: Any) -> None:
             return
 
 
-COMMANDS = ("ready", "load", "build", "compile_pass", "forward", "launches", "time", "recheck", "finish")
+COMMANDS = ("ready", "load", "build", "compile_pass", "forward", "launches", "time", "recheck", "loop_check", "finish")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -266,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not process.die_with_parent(args.parent_pid):
         return 5
+    capabilities = separation.drop_capabilities()  # before anything of the program runs
     faulthandler.enable()  # a crash leaves the Python stack on stderr, whose tail the sandbox keeps
     faulthandler.register(STACKS_SIGNAL, all_threads=True)
     process.prewarm(triton_kernel=True, lock_fds=args.gpu_lock_fds)
@@ -273,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     stream_in, stream_out = sock.makefile("rb"), sock.makefile("wb")
     set_seed(0)
     try:
-        serve(stream_in, stream_out)
+        serve(stream_in, stream_out, capabilities)
     except (OSError, ValueError, LinkError):
         return 3
     return 0

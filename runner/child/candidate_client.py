@@ -117,6 +117,8 @@ class CandidateProcess:
         lock_fds = list(lock_fds or [])
         self.warm_up_s: dict[str, float] = {}  # its warm-up's steps, once it has said it is ready (`ready`)
         self.identity, self.identity_note = candidate_identity(work)
+        self.judge_private = False  # whether the judge made itself non-dumpable (`runner.child.separation`)
+        self.capabilities = "not reported"  # what the candidate said of its capabilities at `finish`
         self.folder = work / "candidate"
         self.folder.mkdir(exist_ok=True)
         if self.identity is not None:
@@ -252,6 +254,8 @@ class CandidateProcess:
         except Stop:
             answer = {}
         self.kill()
+        if isinstance(answer.get("capabilities"), str):
+            self.capabilities = answer["capabilities"][:200]
         flags = answer.get("flags") if isinstance(answer.get("flags"), list) else []
         cpu = answer.get("cpu_s") if isinstance(answer.get("cpu_s"), dict) else {}
         cpu = {k: float(cpu[k]) for k in ("candidate_warm", "candidate_job")

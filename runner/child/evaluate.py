@@ -32,7 +32,9 @@ from common.settings import CUDA_IPC_ENV, cuda_ipc_wanted
 from runner.child import launches, pinning, timing
 from runner.child.candidate_client import CandidateProcess, open_for
 from runner.child.compare import compare_outputs, flatten
-from runner.child.reference import NoReference, reference_source
+from runner.child.integrity import Snapshot
+from runner.child.loop_check import LOOP_CHECK_SEED_OFFSET, timed_work_short
+from runner.child.reference import RejectedReference, reference_source
 from runner.child.steps import Steps, Stop, fail, import_file, inputs_digest
 from runner.gpu.gate import EXCLUSIVE, NO_GATE, SHARED, WAITING_FOR_GPU, ChildGate
 from runner.options import EvalOptions
@@ -75,6 +77,8 @@ class Judge:
         self.launches: dict[str, Any] = launches.not_checked("the run stopped before the launch check")
         self.timing_cpu: dict[str, Any] | None = None  # the core the timing threads ran on (runner.gpu.cpu_plan)
         self.ipc_wanted = device == "cuda" and cuda_ipc_wanted()
+        self.snapshot: Snapshot | None = None  # taken before the reference part is imported
+        self.timed_call_checked: bool | None = None  # whether a call of the timing loop was checked (CUDA only)
         self.ipc, self.handover = False, "host copies: " + ("not a CUDA job" if device != "cuda" else "not probed")
 
     # -- loading ---------------------------------------------------------------------------------------------
@@ -102,6 +106,7 @@ class Judge:
             answer = self.candidate.answer()
         if problem is not None:
             raise problem
+        self.untouched("building Model")
         self.flags += [str(f) for f in answer.get("flags") or [] if isinstance(f, str)][:20]
         self.probe_ipc(answer)
         return module, model
@@ -137,12 +142,23 @@ class Judge:
             source = reference_source(program)
         except SyntaxError:
             raise fail(ErrorType.SYNTAX_ERROR, "the program does not parse") from None
-        except NoReference as exc:
-            raise fail(ErrorType.MISSING_SYMBOL, f"program does not define the reference: {exc}") from None
+        except RejectedReference as exc:
+            raise fail(ErrorType.REFERENCE_REJECTED, f"the judge does not run this program's reference: {exc}") from None
         ref_path = Path(self.steps.path)
         ref_path.write_text(source, encoding="utf-8", errors="surrogatepass")
-        return self.steps.guarded("load", "importing the reference part", import_file, str(ref_path),
-                                  REFERENCE_MODULE)
+        self.snapshot = Snapshot()
+        module = self.steps.guarded("load", "importing the reference part", import_file, str(ref_path),
+                                    REFERENCE_MODULE)
+        self.untouched("importing the reference part")
+        return module
+
+    def untouched(self, step: str) -> None:
+        """Refuse the run when the reference part replaced what the judge's comparison rests on
+        (`runner.child.integrity`)."""
+        changed = self.snapshot.changed() if self.snapshot is not None else []
+        if changed:
+            raise fail(ErrorType.REFERENCE_REJECTED, f"the reference part changed {', '.join(changed[:5])} while "
+                       f"{step}: the judge does not compare under it")
 
     # -- correctness -----------------------------------------------------------------------------------------
     def reference_output(self, module: Any, model: Any, seed: int, context: str, digest: bool) -> tuple[Any, str | None]:
@@ -154,6 +170,7 @@ class Judge:
         digest = self.steps.guarded("correctness", "digest of the inputs", inputs_digest, inputs) if digest else None
         with torch.no_grad():
             ref = self.steps.guarded("correctness", context, self.steps.forward, model, inputs)
+        self.untouched(f"making the inputs and running {context}")
         return ref, digest
 
     def candidate_output(self, header: dict[str, Any], ref: Any, digest: str | None) -> list[Any]:
@@ -182,7 +199,7 @@ class Judge:
                 header = self.candidate.request("forward", seed=seed, ipc=self.ipc)
             out = self.candidate_output(header, ref, digest)
             cmp = self.steps.guarded("correctness", "comparing outputs", compare_outputs, ref, out, self.options,
-                                     hold=None)
+                                     _structure(header), hold=None)
         self.record_outputs(cmp.outputs, cmp.error_type)
         if cmp.error_type is not ErrorType.OK:
             return cmp.error_type, f"trial {trial + 1} of {n}: {cmp.message}"
@@ -271,7 +288,8 @@ class Judge:
         cpu = pinning.timing_cpu()
         with self.gate.exclusive():
             self.emit("timing: timing ModelNew")
-            answer = self.candidate.request("time", seed=seed, timing=opts.__dict__, cpu=cpu)
+            answer = self.candidate.request("time", seed=seed, timing=opts.__dict__, cpu=cpu,
+                                            loop_seed=self.options.seed + LOOP_CHECK_SEED_OFFSET)
             with pinning.pinned(cpu) as judge_pinned:
                 t_ref, f_ref = self.time_reference(model, inputs, opts)
         self.timing_cpu = {"cpu": cpu, "model_new_pinned": answer.get("pinned") is True, "model_pinned": judge_pinned}
@@ -283,6 +301,8 @@ class Judge:
         kernels_ms = self.launches.get("triton_ms") if self.launches.get("checked") else None  # with the GPU alone
         if kernels_ms and t_new.median_ms < TIMING_BELOW_KERNELS * kernels_ms:
             self.flags.append("timing_below_kernel_time")  # the call took less than its Triton kernels alone
+        if timed_work_short(_number(self.launches.get("timed_triton_ms")), kernels_ms):
+            self.flags.append("timed_work_below_checked")  # the timed calls ran less Triton work than a checked one
         speedup = t_ref.median_ms / t_new.median_ms if t_new.median_ms > 0 else None
         if speedup is not None and speedup > EXCESSIVE_SPEEDUP:
             self.flags.append("excessive_speedup")
@@ -299,11 +319,35 @@ class Judge:
                                             ipc=self.ipc)
             ref, digest = self.reference_output(module, model, seed, "Model forward (recheck)", True)
             out = self.candidate_output(header, ref, digest)
-            cmp = self.steps.guarded("recheck", "comparing outputs", compare_outputs, ref, out, self.options, hold=None)
+            cmp = self.steps.guarded("recheck", "comparing outputs", compare_outputs, ref, out, self.options,
+                                     _structure(header), hold=None)
         if cmp.error_type is not ErrorType.OK:
             self.flags.append("output_reused")
             raise fail(cmp.error_type, "after the timed calls, ModelNew's output on fresh values written into the "
                        f"same input tensors is wrong (an output kept from an earlier call?): {cmp.message}")
+
+    def loop_check(self, module: Any, model: Any) -> None:
+        """The timing loop's call on fresh inputs (`runner.child.loop_check`), compared with Model on those values:
+        a candidate that did less work inside the timing loop than in a checked call fails here (CUDA: an interpreted
+        run has no timing loop)."""
+        if self.device != "cuda":
+            return
+        self.emit("loop check: ModelNew's output from inside the timing loop, on fresh values")
+        with self.gate.hold(SHARED):
+            header = self.candidate.request("loop_check", ipc=self.ipc)
+            if header.get("checked") is not True:
+                self.timed_call_checked = False
+                return
+            ref, digest = self.reference_output(module, model, self.options.seed + LOOP_CHECK_SEED_OFFSET,
+                                                "Model forward (loop check)", True)
+            out = self.candidate_output(header, ref, digest)
+            cmp = self.steps.guarded("loop check", "comparing outputs", compare_outputs, ref, out, self.options,
+                                     _structure(header), hold=None)
+        self.timed_call_checked = True
+        if cmp.error_type is not ErrorType.OK:
+            self.flags.append("timed_call_differs")
+            raise fail(cmp.error_type, "a call inside the timing loop, on fresh values, gave a wrong output (ModelNew "
+                       f"does other work when timed than when checked): {cmp.message}")
 
     def launches_and_timing(self, module: Any, model: Any) -> RunResult:
         """The verdict of a correct program: on CUDA both timed (the launch record taken with the timing where it
@@ -323,6 +367,8 @@ class Judge:
         options, device = self.options, self.device
         if device != "cuda" and "interpreted_no_timing" not in self.flags:
             self.flags.append("interpreted_no_timing")
+        if self.candidate.identity is None:  # its user is the judge's: what keeps the judge's memory apart is in `method`
+            self.flags.append("candidate_same_user")
         outputs = [self.outputs[i] for i in sorted(self.outputs)]
         abs_diffs = [o.max_abs_diff for o in outputs if o.max_abs_diff is not None]
         rel_diffs = [o.max_rel_diff for o in outputs if o.max_rel_diff is not None]
@@ -336,13 +382,25 @@ class Judge:
         verdict.method = {**method_record(options, device, tf32),
                           "judge": {"separate_process": True, "candidate_uid": self.candidate.uid,
                                     "candidate_user": self.candidate.identity_note,
+                                    "candidate_kept_from_judge": {"judge_non_dumpable": self.candidate.judge_private,
+                                                                  "candidate_capabilities": self.candidate.capabilities},
                                     "reference": "the program's text before the candidate's cut (runner.child.reference)",
                                     "recheck": "fresh values in the timed input tensors, one call",
+                                    "timed_call_checked": self.timed_call_checked,
                                     "outputs_handed_over_as": self.handover},
                           "timing_cpu": self.timing_cpu,
                           "reference_timing": ({"reused_from": self.reference_timing.get("from")}
                                                if REUSED_FLAG in self.flags else "measured in this run")}
         return verdict
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _structure(header: dict[str, Any]) -> str:
+    """The nesting of the candidate's outputs as it reported it (`compare.structure`), bounded."""
+    return str(header.get("structure"))[:100_000]
 
 
 def _cpu_threads() -> int:
@@ -378,11 +436,12 @@ def evaluate_program(path: str, options: EvalOptions, device: str, emit: Callabl
         module, model = judge.load(cache_dir)  # 1. load: the reference here, ModelNew in the candidate's process
         judge.correctness(module, model)  # 2. correctness: the trials, every output compared
         verdict = judge.launches_and_timing(module, model)  # 3. launches recorded; on CUDA both timed, GPU alone
-        judge.recheck(module, model)  # 4. recheck: fresh values in the timed input tensors, one call compared
+        judge.loop_check(module, model)  # 4. a call inside the timing loop, on fresh values, compared
+        judge.recheck(module, model)  # 5. recheck: fresh values in the timed input tensors, one call compared
     except Stop as stop:  # a phase failed: its verdict is the job's
         verdict = stop.verdict
         if device != "cuda":
             verdict.message = f"{verdict.message} (interpreted, no timing)"
-    emit("finish: collecting the candidate's flags")  # 5. the candidate's flags and CPU time
+    emit("finish: collecting the candidate's flags")  # 6. the candidate's flags and CPU time
     candidate_flags, verdict.cpu_s = candidate.finish()
-    return judge.completed(verdict, candidate_flags, tf32)  # 6. the record: outputs, flags, launches, method
+    return judge.completed(verdict, candidate_flags, tf32)  # 7. the record: outputs, flags, launches, method

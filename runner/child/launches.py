@@ -19,6 +19,13 @@ launched on, which gives its GPU time, and the whole call by two more. The recor
 - Under the interpreter there are no GPU times: the launch count is checked, the GPU-time share is not (None,
   with the reason).
 
+CUDA graphs: a kernel captured into a graph runs again at each replay without passing Triton's launch entry, and
+no CUDA event may be recorded on a stream while it captures. `watch_graphs` (installed in the candidate before the
+program loads, on CUDA) notes the Triton kernels launched while each graph captures; while launches are counted,
+launches during a capture are not (they run at the replay) and a replay of a graph that captured Triton kernels
+counts each of them, the replay's GPU time (bracketed by events) going to the first: a replayed graph's other
+work, if any, counts as Triton time.
+
 Flags: `no_triton_launch` (checked, and no Triton kernel ran), `launches_not_checked` (the accounting itself
 failed). The accounting runs in the candidate's process, so a program that patches Triton's runtime or torch's
 profiler can mislead it; the static checks (ingest) are the second look."""
@@ -28,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -60,29 +68,117 @@ def _kernel_name(fn: Any) -> str:
     return str(getattr(inner, "__name__", None) or getattr(fn, "__name__", None) or type(fn).__name__)
 
 
+_captured: Any = weakref.WeakKeyDictionary()  # graph -> Triton kernel names launched while it captured
+_capturing: list[list[str]] = []  # the names of the graph capturing now (innermost last)
+
+
+def _patched_runs(wrap: Callable[[Callable[..., Any]], Callable[..., Any]]) -> list[tuple[type, Any]]:
+    """Replace every Triton launch entry `run` with `wrap(run)`; the originals, to put back."""
+    originals = []
+    for cls in _jit_classes():
+        originals.append((cls, cls.run))
+        cls.run = wrap(cls.run)
+    return originals
+
+
+def _restore(originals: list[tuple[type, Any]]) -> None:
+    for cls, original in originals:
+        cls.run = original
+
+
+def watch_graphs() -> None:
+    """Note, for every CUDA graph the program captures from now on, the Triton kernels launched while it captured
+    (Triton's launch entry is wrapped during captures only: the timed calls pay nothing for it)."""
+    import torch
+
+    graph_class = torch.cuda.CUDAGraph
+    if getattr(graph_class, "_tlx_watched", False):
+        return
+    begin, end = graph_class.capture_begin, graph_class.capture_end
+    restores: list[list[tuple[type, Any]]] = []
+
+    def capture_begin(self: Any, *args: Any, **kwargs: Any) -> Any:
+        names: list[str] = []
+
+        def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+            def run(fn: Any, *a: Any, **k: Any) -> Any:
+                launched = original(fn, *a, **k)
+                if not k.get("warmup"):
+                    names.append(_kernel_name(fn))
+                return launched
+            return run
+
+        _capturing.append(names)
+        restores.append(_patched_runs(wrap))
+        return begin(self, *args, **kwargs)
+
+    def capture_end(self: Any) -> Any:
+        try:
+            return end(self)
+        finally:
+            if restores:
+                _restore(restores.pop())
+            names = _capturing.pop() if _capturing else []
+            with contextlib.suppress(TypeError):
+                _captured[self] = names
+
+    graph_class.capture_begin, graph_class.capture_end = capture_begin, capture_end
+    graph_class._tlx_watched = True
+
+
 @contextlib.contextmanager
 def counting_triton_launches(timed: bool = False) -> Iterator[list[tuple[str, Any, Any]]]:
     """Record Triton launches while the block runs, as (kernel name, start event, end event) with CUDA events
-    when `timed`, else None (warm-up compiles and launches that raise do not count)."""
+    when `timed`, else None (warm-up compiles and launches that raise do not count, nor launches into a CUDA
+    graph that captures: the kernels of a graph count at its replays, see the module's docstring)."""
     launches: list[tuple[str, Any, Any]] = []
-    originals = []
-    for cls in _jit_classes():
-        original = cls.run
 
-        def run(self: Any, *args: Any, _original: Callable[..., Any] = original, **kwargs: Any) -> Any:
-            start = _recorded_event() if timed and not kwargs.get("warmup") else None
-            launched = _original(self, *args, **kwargs)  # a launch that raises launched nothing
-            if not kwargs.get("warmup"):
+    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
+        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+            counted = not kwargs.get("warmup") and not _capturing
+            start = _recorded_event() if timed and counted else None
+            launched = original(self, *args, **kwargs)  # a launch that raises launched nothing
+            if counted:
                 launches.append((_kernel_name(self), start, _recorded_event() if start is not None else None))
             return launched
+        return run
 
-        originals.append((cls, original))
-        cls.run = run
+    originals = _patched_runs(wrap)
+    replay_restore = _counting_replays(launches, timed)
     try:
         yield launches
     finally:
-        for cls, original in originals:
-            cls.run = original
+        _restore(originals)
+        replay_restore()
+
+
+def _counting_replays(launches: list[tuple[str, Any, Any]], timed: bool) -> Callable[[], None]:
+    """While launches are counted, a replay of a graph that captured Triton kernels counts them (CUDA only); the
+    function that puts `replay` back."""
+    try:
+        import torch
+
+        graph_class = torch.cuda.CUDAGraph
+    except (ImportError, AttributeError):
+        return lambda: None
+    original = graph_class.replay
+
+    def replay(self: Any) -> Any:
+        names = _captured.get(self) if _captured is not None else None
+        if not names:
+            return original(self)
+        start = _recorded_event() if timed else None
+        replayed = original(self)
+        launches.append((names[0], start, _recorded_event() if start is not None else None))
+        launches.extend((name, None, None) for name in names[1:])
+        return replayed
+
+    graph_class.replay = replay
+
+    def restore() -> None:
+        graph_class.replay = original
+
+    return restore
 
 
 def _recorded_event() -> Any:
@@ -204,8 +300,8 @@ def account(call: Callable[[], Any], module: Any, device: str, prefill_ms: float
         if not launches:
             return _profiled(call, declared_kernels(module), record) if profile else {**record, "profile_pending": True}
         by_name: dict[str, list[float | None]] = {}
-        for name, start, stop in launches:
-            by_name.setdefault(name, []).append(start.elapsed_time(stop))
+        for name, start, stop in launches:  # a graph's kernels after its first: no events of their own
+            by_name.setdefault(name, []).append(start.elapsed_time(stop) if start is not None else 0.0)
         triton_ms = sum(sum(v) for v in by_name.values())
         other_ms = max(call_ms - triton_ms, 0.0)
         if best is None or other_ms < best["other_ms"]:

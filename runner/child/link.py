@@ -5,7 +5,8 @@ shares a process with the candidate).
 The judge sends commands (`runner.child.candidate` says which) and reads one answer to each: `{"ok": true, ...}`
 or `{"ok": false, "failure": {error_type, message, exception, traceback}}`. An answer that carries outputs
 describes each flattened output (`{"kind": "tensor", "dtype", "shape"}`, `{"kind": "scalar", "value"}`,
-`{"kind": "none"}` or `{"kind": "other", "type"}`) with the byte count of each tensor in `nbytes`; the bytes
+`{"kind": "none"}` or `{"kind": "other", "type"}`: anything else, a `torch.Tensor` subclass included, which is
+not read, since reading one can run work the timed call left out) with the byte count of each tensor in `nbytes`; the bytes
 follow the line, or, for a CUDA output where the job's probe showed CUDA IPC working, the tensor's description
 carries a handle (`runner.child.cuda_ipc`) and its bytes on the link are none. Nothing the candidate sends is unpickled or evaluated: the judge parses JSON lines of bounded
 length, accepts only the dtypes below and byte counts that match the shapes, and reads the bytes into tensors it
@@ -70,8 +71,11 @@ def encode_outputs(leaves: list[Any], ipc: bool = False) -> tuple[list[dict[str,
     import torch
 
     described, payloads, kept = [], [], []
+    plain = (torch.Tensor, torch.nn.Parameter)
     for leaf in leaves:
-        if isinstance(leaf, torch.Tensor):
+        if isinstance(leaf, torch.Tensor) and type(leaf) not in plain:  # never read: reading may run its work
+            described.append({"kind": "other", "type": f"torch.Tensor subclass {type(leaf).__qualname__}"[:200]})
+        elif isinstance(leaf, torch.Tensor):
             t = leaf.detach().contiguous()
             item = {"kind": "tensor", "dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape)}
             if ipc and t.is_cuda and t.numel():

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from common.outcomes import ErrorType
-from runner.child import pinning, process, warmup
+from runner.child import pinning, process, separation, warmup
 from runner.child.candidate_client import CandidateProcess, open_for
 from runner.child.classify import error_type_of
 from runner.child.process import die_with_parent, prewarm, resolve_device, set_limits, synchronize
@@ -103,10 +103,12 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.USAGE
     if not die_with_parent(args.parent_pid):
         return ExitCode.ORPHANED
+    private = separation.non_dumpable()  # before the candidate starts and the job spec (the channel key) arrives
     pinning.set_plan(args.cpus, args.timing_cpu)  # before any thread or the candidate's process starts
     faulthandler.enable()  # a crash leaves the Python stack on stderr, whose tail the parent keeps
     faulthandler.register(STACKS_SIGNAL, all_threads=True)  # the parent asks for stacks before a timeout kill
     candidate = CandidateProcess(Path(os.getcwd()), args.gpu_lock_fds[2:4])  # warms up beside this process
+    candidate.judge_private = private
     prewarm(triton_kernel=False, lock_fds=args.gpu_lock_fds[:2])  # the judge runs no Triton kernel
     try:
         control_fd = os.dup2(args.spec_fd, random.randrange(400, 600), inheritable=False)  # below the channel's

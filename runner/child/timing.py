@@ -200,6 +200,30 @@ def _batched_events(fn: Callable[[], Any], flush: Any, k: int, host_ms: list[flo
     return [_elapsed(start, end) for start, end in pairs]
 
 
+def _audit_batch(fn: Callable[[], Any], flush: Any, k: int) -> list[float] | None:
+    """k calls queued exactly like a timed batch, with every Triton launch bracketed by CUDA events (their host cost
+    is why these calls are not samples): each call's Triton GPU ms (`runner.child.loop_check`); None where the
+    record fails (it never fails the job)."""
+    from runner.child.launches import counting_triton_launches
+
+    try:
+        marks: list[int] = []
+        with counting_triton_launches(timed=True) as launched:
+            for _ in range(k):
+                if flush is not None:
+                    flush.zero_()
+                fn()
+                marks.append(len(launched))
+            _sync()
+        per_call, prev = [], 0
+        for mark in marks:
+            per_call.append(sum(_elapsed(s, e) for _, s, e in launched[prev:mark] if s is not None))
+            prev = mark
+        return per_call
+    except Exception:  # noqa: BLE001 - the audit is a check on the program, never the program's verdict
+        return None
+
+
 def brief_do_bench(fn: Callable[[], Any], quantiles: Any = None, *, warmup_ms: float, rep_ms: float) -> Any:
     """The autotuner's config benchmark (`runner.child.autotune`): triton.testing.do_bench's measurement (L2 flushed
     before each call, CUDA events) over `warmup_ms` + `rep_ms` of calls, at least AUTOTUNE_MIN_REPS measured: the
@@ -295,6 +319,9 @@ def time_cuda_events(fn: Callable[[], Any], opts: TimingOptions) -> tuple[Timing
             return _batched_events(fn, flush, k, host_ms)
     first = [c[0] for c in checks] if slow and not d.side_stream_suspect else None
     size = max(1, min(CHECK_EVERY, int(SLOW_BATCH_S / per_call_s))) if slow else CHECK_EVERY
+    if callable(getattr(fn, "arm", None)):  # a `runner.child.loop_check.LoopCheck`: its work audited, one call checked
+        fn.audited_ms = None if d.side_stream_suspect else _audit_batch(fn, flush, size)
+        fn.arm(size)
     samples, flags = _adaptive(batch, opts, first, size)
     if d.side_stream_suspect:
         flags.append("side_stream_suspect")

@@ -28,6 +28,7 @@ from typing import Any
 from common.hardware import CPU_LABEL
 from common.outcomes import ErrorType
 from common.program_hash import program_sha256
+from runner.child import separation
 from runner.child.system import collect_system
 from runner.gpu.gate import WAITING_FOR_GPU, GpuGate
 from runner.options import EvalOptions
@@ -232,6 +233,8 @@ def _job_usage(pgid: int, namespace: str | None, memory_cap: int) -> tuple[int, 
         for pid in pids:
             try:
                 total += measure(pid)
+            except PermissionError:  # smaps of a non-dumpable judge (runner.child.separation): its RSS instead
+                total += _resident_bytes(pid) if measure is _proportional_bytes else 0
             except (OSError, IndexError, ValueError):  # the process has exited meanwhile
                 continue
         if total <= memory_cap:
@@ -304,6 +307,7 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
                cancel: threading.Event | None, gate: GpuGate | None,
                reference_timing: dict[str, Any] | None = None) -> RunResult:
     proc = child.proc
+    separation.non_dumpable()  # the keys live here too: out of a same-user candidate's reach (no /proc/<pid>/mem)
     key = secrets.token_hex(16)
     channel = ChannelReader(child.result_fd, key, gate, child.spec_fd)
     child.result_fd = -1  # the channel reader owns it now

@@ -1,0 +1,67 @@
+"""What keeps the judge's memory out of its candidate's reach when both run as the same user (issue 42: with
+Python under /root, the candidate ran as root and read the verdict channel's key from `/proc/<judge>/mem`).
+
+- The judge makes itself non-dumpable (`PR_SET_DUMPABLE` 0, `non_dumpable`) before it reads its job spec:
+  the kernel then refuses `/proc/<judge>/mem`, `maps`, `environ`, `fd/*` and ptrace to a process of the same
+  user that lacks `CAP_SYS_PTRACE`. So does the runner's process that makes the keys (`runner.sandbox.run`),
+  before its first job: without a PID namespace, the candidate sees it too.
+- The candidate, where it runs as root (the judge's user, when an unprivileged one cannot reach the interpreter),
+  drops every capability before it imports anything of the program (`drop_capabilities`: the bounding set, then
+  effective, permitted and inheritable): root without `CAP_SYS_PTRACE` is refused like any other user.
+
+The judge's result carries `candidate_same_user` when the candidate ran as its user, and
+`method.judge.candidate_kept_from_judge` says what held. Linux only; elsewhere both report that nothing was done."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+
+PR_SET_DUMPABLE, PR_GET_DUMPABLE, PR_CAPBSET_DROP = 4, 3, 24
+CAPABILITY_VERSION_3 = 0x20080522
+LAST_CAP_FILE = "/proc/sys/kernel/cap_last_cap"
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    except OSError:
+        return None
+
+
+def non_dumpable() -> bool:
+    """Make this process non-dumpable; True when the kernel says it is."""
+    libc = _libc()
+    if libc is None:
+        return False
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    return libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_capabilities() -> str:
+    """Drop every capability of this process (as root); what was done, in words."""
+    if os.geteuid() != 0:
+        return "not root: no capabilities to drop"
+    libc = _libc()
+    if libc is None:
+        return "no libc: capabilities kept"
+    try:
+        with open(LAST_CAP_FILE) as fh:
+            last = int(fh.read())
+    except (OSError, ValueError):
+        last = 63
+    for cap in range(last + 1):
+        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # EINVAL past the kernel's last: ignored
+    header, data = _CapHeader(CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    if libc.capset(ctypes.byref(header), data) != 0:
+        return f"capset failed (errno {ctypes.get_errno()}): capabilities kept"
+    return "root without capabilities"
