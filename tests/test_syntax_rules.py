@@ -10,7 +10,7 @@ import pytest
 from common.program.hack_checks import reference_info, static_flags
 from common.program.parse import parse_program
 from common.program.syntax_rules import candidate_start, is_kernel, statements, triton_aliases
-from runner.child.reference import reference_source
+from runner.child.reference import RejectedReference, reference_source
 
 REFERENCE = '''import torch
 import torch.nn as nn
@@ -78,8 +78,8 @@ def test_the_judge_and_parsing_cut_the_candidate_at_the_same_statement(name):
 
 def test_the_judge_never_runs_a_model_new_written_above_model():
     """`class ModelNew` starts the candidate wherever it is; the judge's cut used to wait for `class Model` and ran
-    a ModelNew written above it."""
+    a ModelNew written above it. What follows the cut is the candidate's text: the judge refuses the program
+    rather than take `Model` from there (issue 42)."""
     program = "import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n    pass\n\n" + REFERENCE.split("\n", 2)[2]
-    reference = reference_source(program)
-    assert "ModelNew" not in reference
-    assert "class Model(nn.Module)" in reference and "def get_inputs" in reference
+    with pytest.raises(RejectedReference, match="does not define Model"):
+        reference_source(program)
