@@ -31,6 +31,7 @@ from runner.bulk.backends import LocalBackend, RayBackend, Task
 from runner.gpu.slots import detect_gpus, make_slots
 from runner.result import RunResult
 from runner.rows import StoreUnavailable, filtered_rows, iter_programs, resolve_store
+from runner.sandbox import isolation
 from runner.spec import result_key
 from runner.spec_args import add_spec_arguments, spec_from_args
 
@@ -181,6 +182,7 @@ def main(args: argparse.Namespace) -> int:
     runs_dir = (args.runs_dir or load_settings().runs_dir).expanduser()
     try:
         store = resolve_store(args.store)
+        isolation.keep_private(runs_dir, store)  # named by flags: no job may see them, wherever they lie
         rows = select_rows(store, args, runs_dir)
     except (StoreUnavailable, OSError) as e:
         print(f"bulk: {e}", file=sys.stderr)

@@ -71,8 +71,9 @@ def prewarm_enabled(options: EvalOptions) -> bool:
 
 
 def hidden_paths(options: EvalOptions) -> list[str]:
-    """The runner's folders a job must not see (`isolation.plan` hides them): runs dir (with the service's token
-    file), store, shared Triton cache, the folder of all job folders."""
+    """The runner's folders named by its settings (runs dir with the service's token file, store, shared Triton
+    cache, the folder of all job folders): out of the job's view, which shows only what the child needs
+    (`isolation.plan`), and covered where they lie inside what it shows."""
     settings = load_settings()
     return [str(p) for p in (settings.runs_dir, settings.store, settings.cache_dir, options.triton_cache_dir,
                              options.work_root) if p]
