@@ -2,12 +2,13 @@
 `unshare --net --pid --ipc --mount --fork --kill-child --mount-proc -- python -I -S .../runner/sandbox/jail.py MOUNTS
 CAPS -- CMD...`, running as pid 1 of the new PID namespace, as root with every capability.
 
-It builds the job's filesystem view as bubblewrap would: every mount read-only (and /proc's kernel knobs:
-sys, sysrq-trigger, irq, bus), then the steps of `MOUNTS` (JSON, `isolation.plan`) on top: a minimal /dev with
-the GPU devices, empty read-only tmpfs over hidden folders, read-only and writable binds (from descriptors opened
-before anything was hidden). Then it drops every capability but `CAPS` from the bounding set (so the root it
-execs keeps only those), sets PR_SET_NO_NEW_PRIVS, forks CMD as pid 2, reaps every orphan, and exits with CMD's
-status (128 + signal for a signal, as bubblewrap does). Standard library only, run as a script."""
+It builds the job's filesystem view as bubblewrap would: every host mount read-only (and /proc's kernel knobs:
+sys, sysrq-trigger, irq, bus), then an empty tmpfs that gets the steps of `MOUNTS` (JSON, `isolation.plan`): a
+minimal /dev with the GPU devices, this namespace's /proc, links, empty read-only tmpfs, read-only and writable
+binds (from descriptors opened before anything was covered); it becomes the root (pivot_root) and the host's tree
+is detached. Then it drops every capability but `CAPS` from the bounding set (so the root it execs keeps only
+those), sets PR_SET_NO_NEW_PRIVS, forks CMD as pid 2, reaps every orphan, and exits with CMD's status (128 +
+signal for a signal, as bubblewrap does). Standard library only, run as a script."""
 
 from __future__ import annotations
 
