@@ -27,6 +27,7 @@ from pathlib import Path
 from common.program_hash import program_sha256
 from common.results_log import ResultsLog, default_writer, read_results
 from common.settings import RunnerConfig, load_settings
+from common.terminal import inert
 from runner.bulk.backends import LocalBackend, RayBackend, Task
 from runner.gpu.slots import detect_gpus, make_slots
 from runner.result import RunResult
@@ -185,18 +186,18 @@ def main(args: argparse.Namespace) -> int:
         isolation.keep_private(runs_dir, store)  # named by flags: no job may see them, wherever they lie
         rows = select_rows(store, args, runs_dir)
     except (StoreUnavailable, OSError) as e:
-        print(f"bulk: {e}", file=sys.stderr)
+        print(inert(f"bulk: {e}"), file=sys.stderr)
         return 1
     try:
         backend = _backend(args, str(runs_dir / "triton-cache"))
     except (RuntimeError, ValueError) as e:
-        print(f"bulk: {e}", file=sys.stderr)
+        print(inert(f"bulk: {e}"), file=sys.stderr)
         return 1
     try:
         spec = spec_from_args(args, backend.device)
     except ValueError as e:
         backend.close()
-        print(f"bulk: {e}", file=sys.stderr)
+        print(inert(f"bulk: {e}"), file=sys.stderr)
         return 2
     hardware = backend.hardware()
     counts = Counter() if args.force else done_counts(runs_dir, spec.key(), hardware)
@@ -219,10 +220,10 @@ def main(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         interrupted = True
     except StoreUnavailable as e:
-        print(f"\nbulk: {e}", file=sys.stderr)
+        print(inert(f"\nbulk: {e}"), file=sys.stderr)
         return 1
     finally:
         backend.close()
     progress.show(final=True)
-    print(summary(progress, len(rows), interrupted, log.path))
+    print(inert(summary(progress, len(rows), interrupted, log.path)))
     return 130 if interrupted else 0
