@@ -5,6 +5,7 @@ character (difflib's quadratic intraline diff held the Kernel page for minutes),
 
 from __future__ import annotations
 
+import os
 import random
 import string
 import time
@@ -92,3 +93,20 @@ def test_long_lines_are_coloured_whole_not_matched_by_character():
     assert time.monotonic() - started < 1.0 and '<span class="add">' not in table
     short_a, short_b = a[: INTRALINE_MAX_CHARS - 10], b[: INTRALINE_MAX_CHARS - 10].replace("S =", "T =")
     assert '<span class="add">T</span>' in side_by_side_html(short_a, short_b, "l", "r")  # short ones still are
+
+
+def test_score_page_reads_a_server_path_with_bounded_work(env, hostile_store, tmp_path):  # noqa: F811
+    """`score?path=/dev/zero` read until memory ran out; a file past the size cap, or a FIFO, is refused too."""
+    from queries.scoring.predictions import MAX_FILE_BYTES
+
+    env(hostile_store)
+    big = tmp_path / "big.csv"
+    with open(big, "wb") as fh:
+        fh.truncate(MAX_FILE_BYTES + 1)  # sparse: nothing written
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    for path, says in (("/dev/zero", "not a regular file"), (str(fifo), "not a regular file"),
+                       (str(big), "larger than 200 MiB")):
+        at, took = _timed("score", path=path)
+        assert any(says in e.value for e in at.error), (path, [e.value for e in at.error])
+        assert took < PAGE_S

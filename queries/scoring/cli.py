@@ -10,7 +10,7 @@ from pathlib import Path
 
 from common.terminal import inert
 from queries.scoring.metrics import METRICS, score_predictions
-from queries.scoring.predictions import PredictionsError, read_predictions
+from queries.scoring.predictions import PredictionsError, read_file, read_predictions
 from queries.store import StoreError
 
 
@@ -37,7 +37,7 @@ def format_table(table) -> str:
 
 def main(args: argparse.Namespace) -> int:
     try:
-        predictions = read_predictions(args.file.read_bytes(), str(args.file))
+        predictions = read_predictions(read_file(args.file), str(args.file))
     except OSError as exc:
         print(inert(f"score-predictions: cannot read {args.file}: {exc}"), file=sys.stderr)
         return 2
