@@ -41,7 +41,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.sandbox import cgroup, jail, jobdirs
+from runner.sandbox import cgroup, jail, jobdirs, scratch
 from runner.sandbox.jail import PROC_COVERED
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -272,7 +272,7 @@ class Isolation:
         """For /health: the mode, what it rests on, and whether memory is capped by a cgroup."""
         return {"mode": self.mode, "isolated": self.isolated, "tool": self.tool, "reason": self.reason,
                 "memory": f"cgroup v{self.cgroups.version} ({self.cgroups.parent})" if self.cgroups
-                else "RSS watchdog (no writable memory cgroup)"}
+                else "RSS watchdog (no writable memory cgroup)", "disk": scratch.state()}
 
 
 def bwrap_binary() -> str | None:
@@ -315,7 +315,7 @@ def detect(forced: str = "") -> Isolation:
                 return Isolation(mode, tool, "; ".join([*tried, f"{mode}: works"]), hierarchy)
             tried.append(f"{mode}: {error}")
     finally:
-        shutil.rmtree(job, ignore_errors=True)
+        scratch.remove(job)
     reason = "; ".join(tried) or "forced off"
     return Isolation("none", None, f"{reason} ({ISOLATION_ENV}={forced})" if forced else reason, hierarchy)
 
