@@ -4,11 +4,14 @@ the host's disk by 2.9 GB) and its threads (3,000 went past a count of processes
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from common.checks import CHECKS
 from runner.options import MIB, EvalOptions
-from runner.sandbox import scratch
+from runner.sandbox import cgroup, scratch
 from runner.sandbox.run import close_spares, evaluate_in_sandbox
 from tests.programs import BASE
 
@@ -72,4 +75,33 @@ def test_threads_past_the_limit_are_too_many_processes(tmp_path):
     r = evaluate_in_sandbox(THREAD_BOMB, EvalOptions(device="cpu", timeout_s=60, trials=1, work_root=str(tmp_path)),
                             result_id="threads")
     assert "too_many_processes" in r.flags, (r.status, r.message)
-    assert "processes and threads, over the limit of 1024" in r.message and r.duration_s < 40
+    assert r.duration_s < 40
+    assert ("processes and threads, over the limit of 1024" in r.message  # the watchdog's count
+            or "the kernel refused a process or thread past the job's cap" in r.message), r.message  # the cgroup's
+
+
+THREADS = """
+import threading
+stop, started = threading.Event(), 0
+try:
+    for _ in range(50):
+        threading.Thread(target=stop.wait, daemon=True).start()
+        started += 1
+finally:
+    print(started)
+"""
+
+
+@pytest.mark.skipif(cgroup.find_hierarchy() is None or cgroup.find_hierarchy().pids_parent is None,
+                    reason="no writable cgroup with the pids controller on this host")
+def test_the_pids_cgroup_caps_threads():
+    group = cgroup.JobCgroup.create(cgroup.find_hierarchy())
+    try:
+        group.set_task_limit(20)
+        done = subprocess.run(group.enter_command([sys.executable, "-c", THREADS]), capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode != 0 and "can't start new thread" in done.stderr, done.stderr[-500:]
+        assert int(done.stdout) < 20 and group.tasks_refused()
+    finally:
+        group.remove()
+    assert not group.path.exists() and not group.pids.exists()

@@ -42,6 +42,7 @@ POLL_S = 0.1
 TAIL_CHARS = 3000
 STACKS_SIGNAL = signal.SIGUSR1  # runner.child.main and runner.child.candidate register faulthandler on it
 STACKS_WAIT_S = 0.5
+TASKS_OF_THE_ISOLATION = 8  # setpriv, unshare, bwrap, the namespace's init: in the job's cgroup, not its count
 
 
 class _Capture(threading.Thread):
@@ -333,6 +334,10 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
             child.cgroup.set_limit(memory_cap)
         except OSError:  # v1 refuses a cap below what the spare holds already: the RSS watchdog still applies
             pass
+        try:  # the kernel's cap on tasks, a little above the watchdog's (the isolation's own processes count)
+            child.cgroup.set_task_limit(options.nproc_extra + TASKS_OF_THE_ISOLATION)
+        except OSError:
+            pass
     try:
         scratch.resize(child.root, options.disk_limit_bytes)
     except OSError:  # below what the folder holds already (the shared Triton cache's entries): it keeps its cap
@@ -365,6 +370,8 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
         t.join(timeout=5)
     if killed_for is None and child.cgroup is not None and channel.result is None and child.cgroup.oom_killed():
         killed_for = "cgroup_oom"
+    if killed_for is None and child.cgroup is not None and child.cgroup.tasks_refused():
+        killed_for = "tasks_refused"  # whatever the program made of the refusal (an error, a fallback)
     verdict = _verdict(child.returncode(), killed_for, channel, err, options, memory_cap, peak_rss, peak_procs)
     if "candidate_crashed" in verdict.flags and child.cgroup is not None and child.cgroup.oom_killed():
         verdict = RunResult.failed(ErrorType.OUT_OF_MEMORY, f"host memory over the job's cap of {memory_cap / 2**20:.0f} "
@@ -411,6 +418,10 @@ def _verdict(code: int, killed_for: str | None, channel: _Channel, err: _Capture
     if killed_for == "processes":
         return RunResult.failed(ErrorType.CRASHED, f"{peak_procs} processes and threads, over the limit of "
                                 f"{options.nproc_extra}; killed {where}", flags=["too_many_processes"], traceback=tail)
+    if killed_for == "tasks_refused":
+        return RunResult.failed(ErrorType.CRASHED, f"the kernel refused a process or thread past the job's cap of "
+                                f"{options.nproc_extra + TASKS_OF_THE_ISOLATION} {where}",
+                                flags=["too_many_processes"], traceback=tail)
     if killed_for == "cancel":
         return _cancelled(where, traceback=tail)
     if killed_for == "timeout":
