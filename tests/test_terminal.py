@@ -48,3 +48,13 @@ def test_runner_eval_prints_a_programs_escapes_inert(tmp_path):
                           capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     _assert_inert(done.stdout)
+
+
+def test_the_services_request_log_is_inert(capsys):
+    """A client's request line reaches the service's stderr (the operator's terminal) inert."""
+    from runner.service.http import Handler
+
+    handler = object.__new__(Handler)
+    handler.client_address = ("127.0.0.1", 40000)
+    handler.log_message('"%s" %s %s', f"GET /{HOSTILE} HTTP/1.1", "404", "-")
+    _assert_inert(capsys.readouterr().err)
