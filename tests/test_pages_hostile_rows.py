@@ -17,6 +17,7 @@ import pytest
 
 from tests.test_pages import env, no_exception, open_page, problem_key_of  # noqa: F401  (fixtures)
 from tests.ui_store import program
+from ui import links
 
 CHAIN = "torch" + ".a" * 1200
 LONG = "".join(random.Random(45).choices(string.ascii_letters, k=30_000))  # repeats would match quickly
@@ -110,3 +111,11 @@ def test_score_page_reads_a_server_path_with_bounded_work(env, hostile_store, tm
         at, took = _timed("score", path=path)
         assert any(says in e.value for e in at.error), (path, [e.value for e in at.error])
         assert took < PAGE_S
+
+
+@pytest.mark.parametrize("page", list(links.PAGES))
+def test_every_page_draws_on_the_hostile_store(page, env, hostile_store):  # noqa: F811
+    env(hostile_store)
+    _, took = _timed(page, problem=problem_key_of(hostile_store, "Doubling"), row="train/000001",
+                     a="train/000001", b="train/000000", q="qq")
+    assert took < PAGE_S, f"{page}: {took:.1f} s"
