@@ -6,13 +6,18 @@ Run with `streamlit run app.py`; pick the store with `TLX_STORE=DIR` (unset = th
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import streamlit as st
 
 from ui import context, links, widgets
 from ui.text import md_code
 
-st.set_page_config(page_title="Triton GPU Latency Explorer", page_icon=":material/speed:", layout="wide")
+# the favicon is served by the explorer itself: a `:material/...:` page icon makes the browser fetch it from
+# Google's font host (issue 45), and set here it stands for every page's icon too (which would be fetched the same
+# way); the icons drawn in the page come from the font Streamlit serves
+FAVICON = Path(__file__).resolve().parent / "ui" / "assets" / "favicon.png"
+st.set_page_config(page_title="Triton GPU Latency Explorer", page_icon=str(FAVICON), layout="wide")
 
 
 def _store_problem(error: str) -> None:

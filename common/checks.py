@@ -155,6 +155,8 @@ CHECKS: tuple[Check, ...] = (
     _r("cancelled", "cancelled", "the job was cancelled before it finished."),
     _r("too_many_processes", "too many processes", "the program started more processes than allowed and was "
        "killed."),
+    _r("disk_full", "job disk full", "the program filled the job's folders to their size cap (2 GiB by default): "
+       "writes past it failed."),
 )
 
 BY_NAME: dict[str, Check] = {c.name: c for c in CHECKS}

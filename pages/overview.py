@@ -42,6 +42,8 @@ with left:
     charts.show(charts.quantile_curve(ov.y_quantiles, cfg.label_unit), key="overview_quantiles")
     st.caption("Labels mix problems of very different sizes, so most of this spread is between problems: "
                "open a problem for a meaningful distribution.")
+    if totals["non_finite_label_rows"]:
+        st.caption(charts.non_finite_note(totals["non_finite_label_rows"]))
 with right:
     groups = ov.groups.to_pylist()
     by_split: dict[str, list[int]] = {}

@@ -9,7 +9,7 @@ import streamlit as st
 
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries.scoring.metrics import METHODS
-from queries.scoring.predictions import PredictionsError
+from queries.scoring.predictions import PredictionsError, read_file
 from ui import context, data, links, widgets
 from ui.text import md, md_code
 
@@ -29,9 +29,12 @@ if upload is not None:
     payload, name = upload.getvalue(), upload.name
 elif path:
     try:
-        payload, name = Path(path).expanduser().read_bytes(), path
+        payload, name = read_file(Path(path).expanduser()), path
     except OSError as error:
         st.error(f"Cannot read {md_code(path)}: {md(error.strerror or error)}")
+        st.stop()
+    except PredictionsError as error:
+        st.error(md(error))
         st.stop()
 else:
     st.info("Upload a predictions file" + ("." if cfg.read_only else ", or give its path on this server."))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from common.terminal import inert
 from queries.ingest import IngestError, ingest
 from queries.ingest.malloc import keep_freed_memory
 from queries.ingest.program_checks import SyntaxCheckError, check_syntax
@@ -55,10 +56,11 @@ def main(argv: list[str] | None = None) -> int:
         else:
             check_syntax(args.store, workers=args.workers, progress=not args.quiet)
     except (IngestError, SourceError) as exc:
-        print(f"ingest failed: {exc}", file=sys.stderr)
+        print(inert(f"ingest failed: {exc}"), file=sys.stderr)
         return 1
     except (SyntaxCheckError, StoreError) as exc:
-        print(f"syntax check failed: {exc} (the store stays usable, without syntax errors marked)", file=sys.stderr)
+        print(inert(f"syntax check failed: {exc} (the store stays usable, without syntax errors marked)"),
+              file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -72,9 +74,9 @@ def _agreement(args: argparse.Namespace) -> int:
     try:
         table = agreement(args.store, args.runs_dir, profile=args.profile)
     except StoreError as exc:
-        print(f"agreement: {exc}", file=sys.stderr)
+        print(inert(f"agreement: {exc}"), file=sys.stderr)
         return 1
-    print(format_table(table))
+    print(inert(format_table(table)))
     return 0
 
 

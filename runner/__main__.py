@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from common.program_hash import program_sha256
+from common.terminal import inert
 from runner.options import DEVICES, EvalOptions
 from runner.result import RunResult
 from runner.spec_args import add_spec_arguments, spec_fields
@@ -41,7 +42,7 @@ def summary(result: RunResult) -> str:
     if result.traceback and result.status != "ok":
         lines.append("  " + result.traceback.strip().replace("\n", "\n  ")[-1500:])
     lines.append(f"  device {result.device}, {result.duration_s:.1f} s")
-    return "\n".join(lines)
+    return inert("\n".join(lines))  # a program's message and traceback: shown, never obeyed by the terminal
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:

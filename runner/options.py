@@ -94,6 +94,7 @@ class EvalOptions:
     memory_limit_bytes: int = 16 * GIB  # host memory of the job's process tree
     output_cap_bytes: int = 1 * MIB  # stdout/stderr kept per stream (head and tail)
     file_size_limit_bytes: int = 1 * GIB  # largest file the program may write
+    disk_limit_bytes: int = 2 * GIB  # all the job's folders hold together (runner.sandbox.scratch)
     nproc_extra: int = 1024  # tasks the job may add to the user's current count (RLIMIT_NPROC)
     triton_cache_dir: str | None = None  # None: fresh per job; else shared, one subfolder per program sha256
     visible_devices: str | None = None  # CUDA_VISIBLE_DEVICES for the job; None keeps the parent's

@@ -9,9 +9,11 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +23,7 @@ import pytest
 
 from common.outcomes import ErrorType
 from runner.options import GIB, EvalOptions
-from runner.sandbox import cgroup, isolation, jobdirs, scrub
+from runner.sandbox import cgroup, isolation, jobdirs, scratch, scrub
 from runner.sandbox.run import close_spares, evaluate_in_sandbox
 from runner.sandbox.spares import base_env
 from tests.programs import HERE, whole_program
@@ -67,6 +69,41 @@ def tagged_processes(tag: str) -> list[str]:
     return found
 
 
+class UnixListener(threading.Thread):
+    """A Unix socket listening on a host path (`path`), recording what any connection sends."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(daemon=True)
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.bind(str(path))
+        os.chmod(path, 0o777)  # the candidate's uid could connect, were the path in its view
+        self.sock.listen()
+        self.sock.settimeout(120)
+        self.received: list[bytes] = []
+
+    def run(self) -> None:
+        try:
+            conn, _ = self.sock.accept()
+            with conn:
+                self.received.append(conn.recv(1024))
+        except OSError:
+            pass
+
+
+def flag_folders(tag: str) -> tuple[Path, Path, Path]:
+    """A runs folder (with a 0600 token file and a job database) and a store, as `runner serve --runs-dir D --store
+    S` makes them: outside /tmp and named by no setting; and a folder for a Unix socket under /var/tmp."""
+    runs, store, sockets = REPO / f".isolation-flag-runs-{tag}", REPO / f".isolation-flag-store-{tag}", \
+        Path("/var/tmp") / f"tlx-iso-{tag}"
+    for folder in (runs, store, sockets):
+        folder.mkdir()
+    (runs / "runner.token").write_text(SECRETS["TLX_RUNNER_TOKEN"])
+    os.chmod(runs / "runner.token", 0o600)
+    (runs / "runner.sqlite3").write_bytes(b"SQLite format 3\0 22 jobs' programs")
+    (store / "rows.parquet").write_bytes(b"PAR1")
+    return runs, store, sockets
+
+
 def use_mode(monkeypatch: pytest.MonkeyPatch, mode: str) -> None:
     monkeypatch.setenv(isolation.ISOLATION_ENV, mode)
     isolation.current.cache_clear()
@@ -93,6 +130,9 @@ def mode_runs(request, tmp_path_factory):
     use_mode(mp, mode)
     listener = Listener()
     listener.start()
+    flag_runs, flag_store, sockets = flag_folders(tag)
+    unix = UnixListener(sockets / "service.sock")
+    unix.start()
     work = tmp_path_factory.mktemp("jobs")
     base = {"device": "cpu", "timeout_s": 60.0, "trials": 1, "work_root": str(work)}
     jobs = {
@@ -103,6 +143,8 @@ def mode_runs(request, tmp_path_factory):
         "hold_pipes": (program("hold_pipes", TAG=tag), {"timeout_s": 10.0}),
         "memory": (program("memory_hog"), {"memory_limit_bytes": 1 * GIB}),
         "token": (program("token_message", SECRET=SECRETS["TLX_RUNNER_TOKEN"]), {}),
+        "flag_folders": (f"FOLDERS = {[str(flag_runs), str(flag_store)]!r}\nSOCKET = {str(sockets / 'service.sock')!r}\n"
+                         + program("flag_folders"), {}),
     }
 
     def run(name: str):
@@ -117,7 +159,7 @@ def mode_runs(request, tmp_path_factory):
         alive = tagged_processes(tag)
         written = sorted(p.name for p in target.iterdir())
         yield {"mode": mode, "results": results, "alive": alive, "written": written, "tag": tag,
-               "victim_mtime": victim.stat().st_mtime, "received": listener.received,
+               "victim_mtime": victim.stat().st_mtime, "received": listener.received, "unix": unix.received,
                "home_probe": os.path.exists(f"/root/.probe-{tag}"), "work_left": list(work.iterdir())}
     finally:
         close_spares()
@@ -125,6 +167,9 @@ def mode_runs(request, tmp_path_factory):
             print("left running:", pid_cmd)
         shutil.rmtree(target, ignore_errors=True)
         shutil.rmtree(runs, ignore_errors=True)
+        unix.sock.close()
+        for folder in (flag_runs, flag_store, sockets):
+            shutil.rmtree(folder, ignore_errors=True)
         if os.path.exists(f"/root/.probe-{tag}"):
             os.remove(f"/root/.probe-{tag}")
         mp.undo()
@@ -161,6 +206,16 @@ def test_runner_secrets_and_home_are_not_visible(mode_runs):
     assert seen[f"/proc/{os.getpid()}/environ"].startswith(("FileNotFoundError", "PermissionError")), seen
     assert seen["token file"].startswith("FileNotFoundError")
     assert seen["/root/.ssh"] == "absent" and seen["~/.ssh/id_rsa"].startswith("FileNotFoundError")
+
+
+def test_folders_named_by_flags_and_host_sockets_are_out_of_view(mode_runs):
+    """Issue 45: `runner serve --runs-dir D --store S` names folders no setting knows; neither the judge (root, which
+    reads the 0600 token file by owner) nor the candidate sees them, nor reaches a Unix socket under /var/tmp."""
+    got = outcomes(mode_runs["results"]["flag_folders"])
+    assert "reference" not in got, got
+    for what, seen in got["candidate"].items():
+        assert isinstance(seen, str) and seen.startswith("FileNotFoundError"), (what, seen)
+    assert mode_runs["unix"] == []
 
 
 @pytest.mark.parametrize("route", OUTLIVE_ROUTES)
@@ -283,7 +338,8 @@ def test_a_sigkilled_runner_leaves_no_folders_or_processes_for_long(tmp_path, mo
     assert all(p.exists() for p in parents)
     fresh = jobdirs.make_job_dir(str(work))  # this process's first job folder there: it sweeps
     assert not any(p.exists() for p in parents) and fresh.is_dir()
-    shutil.rmtree(fresh.parent)
+    assert not [line for line in open("/proc/self/mountinfo") if str(parents[0]) in line]  # the caps unmounted
+    scratch.remove(fresh.parent)
 
 
 def test_live_owners_folders_are_kept(tmp_path):

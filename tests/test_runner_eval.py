@@ -28,6 +28,7 @@ from runner.child.steps import Steps
 from runner.child.timing import SOURCE_EVENTS, SOURCE_WALL, decide, launch_bound, rel_err_of_median, summarize
 from runner.options import GIB, EvalOptions
 from runner.result import RunResult, Timing
+from runner.sandbox import jobdirs
 from runner.sandbox.run import close_spares, evaluate_in_sandbox
 from runner.sandbox.spares import POOL
 from tests.programs import runner_program
@@ -158,7 +159,9 @@ def orphaned_child(folder: Path) -> dict[str, object]:
     deadline = time.monotonic() + 5
     while child and tagged(tag) and time.monotonic() < deadline:
         time.sleep(0.1)
-    return {"child": child, "survived": tagged(tag)}
+    survived = tagged(tag)
+    jobdirs.remove_stale(work_root)  # as the next runner would: the dead one's job folders and their size caps
+    return {"child": child, "survived": survived}
 
 
 def cancelled_job(work: Path) -> tuple[RunResult, float]:

@@ -71,3 +71,26 @@ def test_under_the_cap_the_cheap_sum_is_the_answer(tree):
     """Far under the cap no PSS is read: the RSS sum (every copy counted) is what comes back."""
     memory, _ = _job_usage(tree.pid, None, 100 * CAP)
     assert memory > (CHILDREN + 1) * BLOCK_MIB * MIB * 0.9
+
+
+THREADS = """
+import os, threading
+stop = threading.Event()
+for _ in range({threads}):
+    threading.Thread(target=stop.wait, daemon=True).start()
+os.write(1, b"ready\\n")
+stop.wait(60)
+"""
+
+
+def test_threads_count_as_tasks():
+    """Issue 45: 3,000 threads went past a count of processes; each thread is a task the kernel counts."""
+    proc = subprocess.Popen([sys.executable, "-c", THREADS.format(threads=50)], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        _, tasks = _job_usage(proc.pid, None, CAP)
+        assert tasks >= 51
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

@@ -24,6 +24,11 @@ def plain(value) -> str:
     return html.escape(str(value))
 
 
+def non_finite_note(count: int) -> str:
+    """What the page says under a chart that left out labels that are not numbers it can draw."""
+    return (f"{count:,} label{' is' if count == 1 else 's are'} not finite (inf or NaN) and left out of the charts.")
+
+
 def show(fig: go.Figure, key: str | None = None) -> None:
     st.plotly_chart(fig, width="stretch", key=key)
 
@@ -101,9 +106,12 @@ def _box_trace(values: np.ndarray, name: str) -> go.Box:
 
 
 def latency_distribution(table, unit: str, kind: str = "histogram") -> go.Figure:
-    """One problem's labels (`y` of rows that passed) as histogram, ECDF or box on a log scale."""
+    """One problem's labels (`y` of rows that passed) as histogram, ECDF or box on a log scale; labels that are not
+    finite (inf, NaN) are left out, and the title counts them."""
     df = table.select(["y", "split"]).to_pandas()
-    df = df[df["y"] > 0]
+    finite = np.isfinite(df["y"].to_numpy(dtype=float))
+    left_out = int((~finite & df["y"].notna().to_numpy()).sum())
+    df = df[finite & (df["y"] > 0)]
     label = f"label ({unit}, log scale)"
     fig = go.Figure()
     if kind in ("ecdf", "box"):
@@ -128,7 +136,9 @@ def latency_distribution(table, unit: str, kind: str = "histogram") -> go.Figure
         fig.update_layout(barmode="stack")
         fig.update_xaxes(title=label, **_log_ticks(lo, hi))
         fig.update_yaxes(title="rows")
-    fig.update_layout(title=f"Distribution of the label ({len(df):,} passing rows)", legend_title_text="split")
+    title = f"Distribution of the label ({len(df):,} passing rows" + (
+        f"; {left_out:,} not finite, left out)" if left_out else ")")
+    fig.update_layout(title=title, legend_title_text="split")
     return _layout(fig)
 
 

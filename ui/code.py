@@ -17,6 +17,10 @@ import streamlit as st
 SIDE_BY_SIDE_MAX_LINES = 1500
 # Intraline highlighting only for line pairs this similar (otherwise whole-line colouring reads better).
 _INTRALINE_MIN_RATIO = 0.75
+# ...and only for lines this short: difflib's character matching is quadratic (issue 45: two 30k-character lines
+# differing by one character held the Kernel page for minutes; 8k took 6.3 s); longer ones are coloured whole.
+INTRALINE_MAX_CHARS = 500
+INTRALINE_BUDGET_CHARS = 100_000  # characters matched intraline in one diff, at most: the rest are coloured whole
 # Unchanged runs longer than 2 * FOLD_CONTEXT + 1 lines are folded, keeping FOLD_CONTEXT lines at each end.
 FOLD_CONTEXT = 3
 DIFF_HEIGHT_PX = 640
@@ -97,6 +101,7 @@ def side_by_side_html(left: str, right: str, left_title: str, right_title: str, 
     anchors = anchors or {}
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     rows: list[str] = []
+    budget = INTRALINE_BUDGET_CHARS
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
             n = i2 - i1
@@ -120,9 +125,11 @@ def side_by_side_html(left: str, right: str, left_title: str, right_title: str, 
         for k in range(span):
             la = a[i1 + k] if i1 + k < i2 else None
             lb = b[j1 + k] if j1 + k < j2 else None
-            if la is not None and lb is not None and (
-                difflib.SequenceMatcher(None, la, lb, autojunk=False).ratio() >= _INTRALINE_MIN_RATIO
-            ):
+            similar = False
+            if la is not None and lb is not None and max(len(la), len(lb)) <= min(INTRALINE_MAX_CHARS, budget):
+                budget -= max(len(la), len(lb))
+                similar = difflib.SequenceMatcher(None, la, lb, autojunk=False).ratio() >= _INTRALINE_MIN_RATIO
+            if similar:
                 ta, tb = _intraline(la, lb)
             else:
                 ta = "" if la is None else highlight(la)

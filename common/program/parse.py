@@ -9,7 +9,9 @@ just above it; kernels by their decorators).
 
 `problem_key` (16 hex of sha256) hashes the AST dump of the reference without imports and docstrings (memoized
 on the reference text: references repeat across the many candidates of a problem), so it ignores formatting and
-comments; `candidate_key` is ingest's (`text_rules.program_candidate_key`), so the detail page and the index
+comments (a reference nested deeper than `MAX_AST_DEPTH` hashes its text, as ingest's fallback does, for bounded
+work whatever a row holds); `candidate_key` is ingest's (`text_rules.program_candidate_key`), so the detail page and
+the index
 agree. Only statements are walked, never expressions (except where a rule needs names), which keeps a parse
 close to the cost of `ast.parse`.
 """
@@ -67,6 +69,20 @@ class ParsedProgram:
 # once can end one parse with "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905; seen
 # on the Compare page under 20 sessions, RELIABILITY.md "Load figure"). Parsing holds the GIL anyway.
 _AST_LOCK = threading.Lock()
+# a reference nested deeper is keyed on its text, not its syntax tree (issue 45: a 1,200-deep attribute chain made
+# the Kernel and Compare pages raise RecursionError in `_dump`: ast.dump recurses a frame or two a level)
+MAX_AST_DEPTH = 200
+
+
+def _depth_over(tree: ast.AST, limit: int) -> bool:
+    """Whether `tree` nests deeper than `limit` (walked without recursion)."""
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return False
 
 
 def _ast_parse(source: str) -> ast.Module:
@@ -130,7 +146,9 @@ def _reference_key(reference: str, ref_body: list[ast.stmt], model: ast.ClassDef
                 children = getattr(node, name, None)
                 if children and any(_is_bare_string(c) for c in children):
                     setattr(node, name, [c for c in children if not _is_bare_string(c)] or [ast.Pass()])
-        key = _digest(_dump(kept))
+        # the depth is walked here alone (references are few: memoized), not on every parse
+        too_deep = any(_depth_over(s, MAX_AST_DEPTH) for s in kept)
+        key = candidate_key(reference) if too_deep else _digest(_dump(kept))
         cached = (key, problem_name(key, title, shapes))
         if len(_problem_keys) >= _KEY_CACHE_SIZE:
             _problem_keys.clear()

@@ -5,9 +5,11 @@ from __future__ import annotations
 import sys
 import time
 
+from common.terminal import inert
+
 
 def say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    print(inert(message), file=sys.stderr, flush=True)  # it may name the dataset's files and rows
 
 
 class Progress:

@@ -8,8 +8,9 @@ import math
 import sys
 from pathlib import Path
 
+from common.terminal import inert
 from queries.scoring.metrics import METRICS, score_predictions
-from queries.scoring.predictions import PredictionsError, read_predictions
+from queries.scoring.predictions import PredictionsError, read_file, read_predictions
 from queries.store import StoreError
 
 
@@ -36,20 +37,20 @@ def format_table(table) -> str:
 
 def main(args: argparse.Namespace) -> int:
     try:
-        predictions = read_predictions(args.file.read_bytes(), str(args.file))
+        predictions = read_predictions(read_file(args.file), str(args.file))
     except OSError as exc:
-        print(f"score-predictions: cannot read {args.file}: {exc}", file=sys.stderr)
+        print(inert(f"score-predictions: cannot read {args.file}: {exc}"), file=sys.stderr)
         return 2
     except PredictionsError as exc:
-        print(f"score-predictions: {exc}", file=sys.stderr)
+        print(inert(f"score-predictions: {exc}"), file=sys.stderr)
         return 2
     try:
         table, unknown = score_predictions(args.store, predictions)
     except StoreError as exc:
-        print(f"score-predictions: {exc}", file=sys.stderr)
+        print(inert(f"score-predictions: {exc}"), file=sys.stderr)
         return 1
     if unknown:
-        print(f"score-predictions: {len(unknown)} id(s) of {args.file} are not in the store and were left out "
-              f"(first: {', '.join(unknown[:3])})", file=sys.stderr)
-    print(table.to_csv(index=False) if args.csv else format_table(table))
+        print(inert(f"score-predictions: {len(unknown)} id(s) of {args.file} are not in the store and were left out "
+                    f"(first: {', '.join(unknown[:3])})"), file=sys.stderr)
+    print(inert(table.to_csv(index=False) if args.csv else format_table(table)))
     return 0

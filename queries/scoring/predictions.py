@@ -10,6 +10,8 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
+import stat
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,11 +22,26 @@ from common.errors import TlxError
 
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",
            ".json": "jsonl"}
+MAX_FILE_BYTES = 200 << 20  # as Streamlit's upload limit (server.maxUploadSize)
 SCHEMA = pa.schema([("id", pa.string()), ("score", pa.float64()), ("p_correct", pa.float64())])
 
 
 class PredictionsError(TlxError):
     """The predictions file cannot be scored; the message names the file, row and field."""
+
+
+def read_file(path: str | Path) -> bytes:
+    """A predictions file named by a path (the Score page's `path=`, the command line), read with bounded work: a
+    regular file of at most `MAX_FILE_BYTES` (issue 45: `path=/dev/zero` read until memory ran out; a FIFO would
+    block the page)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise PredictionsError(f"{path}: not a regular file")
+        data = fh.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise PredictionsError(f"{path}: larger than {MAX_FILE_BYTES >> 20} MiB, the most a predictions file may be")
+    return data
 
 
 def format_of(name: str) -> str:

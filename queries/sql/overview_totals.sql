@@ -2,6 +2,7 @@
 SELECT
     count(*) AS rows,
     count(*) FILTER (WHERE ok) AS ok_rows,
+    count(*) FILTER (WHERE y IS NOT NULL AND NOT isfinite(y)) AS non_finite_label_rows,
     count(*) FILTER (WHERE NOT ok) AS failed_rows,
     count(*) FILTER (WHERE NOT ok) / nullif(count(*), 0) AS failure_rate,
     count(DISTINCT problem_key) AS problems,

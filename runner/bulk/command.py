@@ -27,11 +27,13 @@ from pathlib import Path
 from common.program_hash import program_sha256
 from common.results_log import ResultsLog, default_writer, read_results
 from common.settings import RunnerConfig, load_settings
+from common.terminal import inert
 from common.triage_log import TRIAGE_ERROR_TYPES, TRIAGE_FILTER_STATUSES
 from runner.bulk.backends import LocalBackend, RayBackend, Task
 from runner.gpu.slots import detect_gpus, make_slots
 from runner.result import RunResult
 from runner.rows import StoreUnavailable, filtered_rows, iter_programs, resolve_store
+from runner.sandbox import isolation
 from runner.spec import result_key
 from runner.spec_args import add_spec_arguments, spec_from_args
 
@@ -198,20 +200,21 @@ def main(args: argparse.Namespace) -> int:
     runs_dir = (args.runs_dir or load_settings().runs_dir).expanduser()
     try:
         store = resolve_store(args.store)
+        isolation.keep_private(runs_dir, store)  # named by flags: no job may see them, wherever they lie
         rows = select_rows(store, args, runs_dir)
     except (StoreUnavailable, OSError) as e:
-        print(f"bulk: {e}", file=sys.stderr)
+        print(inert(f"bulk: {e}"), file=sys.stderr)
         return 1
     try:
         backend = _backend(args, str(runs_dir / "triton-cache"))
     except (RuntimeError, ValueError) as e:
-        print(f"bulk: {e}", file=sys.stderr)
+        print(inert(f"bulk: {e}"), file=sys.stderr)
         return 1
     try:
         spec = spec_from_args(args, backend.device)
     except ValueError as e:
         backend.close()
-        print(f"bulk: {e}", file=sys.stderr)
+        print(inert(f"bulk: {e}"), file=sys.stderr)
         return 2
     hardware = backend.hardware()
     counts = Counter() if args.force else done_counts(runs_dir, spec.key(), hardware)
@@ -234,10 +237,10 @@ def main(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         interrupted = True
     except StoreUnavailable as e:
-        print(f"\nbulk: {e}", file=sys.stderr)
+        print(inert(f"\nbulk: {e}"), file=sys.stderr)
         return 1
     finally:
         backend.close()
     progress.show(final=True)
-    print(summary(progress, len(rows), interrupted, log.path))
+    print(inert(summary(progress, len(rows), interrupted, log.path)))
     return 130 if interrupted else 0

@@ -1,6 +1,8 @@
 """A memory cgroup per job, where the host lets the runner make one (cgroup v2 `memory.max`, else v1
 `memory.limit_in_bytes`), so that an allocation past the job's cap is stopped by the kernel and read back as
-`out_of_memory` (`memory.events` / `memory.oom_control`: `oom_kill N`).
+`out_of_memory` (`memory.events` / `memory.oom_control`: `oom_kill N`); with it, where the host has the `pids`
+controller (v2: enabled beside memory; v1: its own hierarchy), a cap on the job's tasks, threads included
+(`set_task_limit`; `pids.events` says when the kernel refused one: `too_many_processes`).
 
 The cgroup is a child of the runner's own memory cgroup (v2: or of a `tlx-jobs` cgroup beside it), named
 `tlx-<pid>-<start time>-<n>`; a started job enters it before it runs anything (`enter_command`: `sh` writes its
@@ -41,6 +43,7 @@ class Hierarchy:
     limit_file: str  # memory.max (v2) | memory.limit_in_bytes (v1)
     events_file: str  # memory.events (v2) | memory.oom_control (v1)
     version: int
+    pids_parent: Path | None = None  # where the jobs' `pids` cgroups go (v2: `parent` itself), None: no such
 
 
 def _own_cgroups() -> dict[str, str]:
@@ -96,12 +99,24 @@ def find_hierarchy() -> Hierarchy | None:
         if "" in own and (mount / "cgroup.controllers").exists():
             parent = _v2_parent(mount, mount / own[""].lstrip("/"))
             if parent is not None:
-                return Hierarchy(parent, "memory.max", "memory.events", 2)
+                return Hierarchy(parent, "memory.max", "memory.events", 2, _v2_pids(parent))
     if "memory" in own:
         parent = CGROUP_ROOT / "memory" / own["memory"].lstrip("/")
         if _usable(parent, "memory.limit_in_bytes"):
-            return Hierarchy(parent, "memory.limit_in_bytes", "memory.oom_control", 1)
+            pids = CGROUP_ROOT / "pids" / own.get("pids", "/").lstrip("/")
+            return Hierarchy(parent, "memory.limit_in_bytes", "memory.oom_control", 1,
+                             pids if "pids" in own and _usable(pids, "pids.max") else None)
     return None
+
+
+def _v2_pids(parent: Path) -> Path | None:
+    """`parent` if its children can have the `pids` controller (enabled here when it is not yet)."""
+    try:
+        if "pids" not in (parent / "cgroup.subtree_control").read_text().split():
+            (parent / "cgroup.subtree_control").write_text("+pids")
+    except OSError:
+        return None
+    return parent if _usable(parent, "pids.max") else None
 
 
 def _oom_kills(text: str) -> int:
@@ -113,24 +128,50 @@ def _oom_kills(text: str) -> int:
 
 
 class JobCgroup:
-    def __init__(self, path: Path, hierarchy: Hierarchy) -> None:
-        self.path, self.hierarchy = path, hierarchy
+    def __init__(self, path: Path, hierarchy: Hierarchy, pids: Path | None = None) -> None:
+        self.path, self.hierarchy, self.pids = path, hierarchy, pids  # pids: the job's `pids` cgroup
 
     @classmethod
     def create(cls, hierarchy: Hierarchy | None) -> JobCgroup | None:
         if hierarchy is None:
             return None
         pid = os.getpid()
-        path = hierarchy.parent / f"tlx-{pid}-{start_time(pid) or 0}-{next(_counter)}"
+        name = f"tlx-{pid}-{start_time(pid) or 0}-{next(_counter)}"
+        path = hierarchy.parent / name
         try:
             path.mkdir()
         except OSError:
             return None
-        return cls(path, hierarchy)
+        pids = None
+        if hierarchy.pids_parent == hierarchy.parent:
+            pids = path
+        elif hierarchy.pids_parent is not None:
+            try:
+                (hierarchy.pids_parent / name).mkdir()
+                pids = hierarchy.pids_parent / name
+            except OSError:
+                pass
+        return cls(path, hierarchy, pids)
 
     def enter_command(self, cmd: list[str]) -> list[str]:
-        """`cmd`, run inside this cgroup from its first instruction on."""
-        return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.path / "cgroup.procs"), *cmd]
+        """`cmd`, run inside this cgroup (and its `pids` cgroup, v1) from its first instruction on."""
+        extra = str(self.pids / "cgroup.procs") if self.pids not in (None, self.path) else ""
+        return ["/bin/sh", "-c", 'echo $$ > "$0" && { [ -z "$1" ] || echo $$ > "$1"; } && shift && exec "$@"',
+                str(self.path / "cgroup.procs"), extra, *cmd]
+
+    def set_task_limit(self, tasks: int) -> None:
+        """Cap the job's tasks (processes and threads: the kernel refuses a fork or a thread past it)."""
+        if self.pids is not None:
+            (self.pids / "pids.max").write_text(str(tasks))
+
+    def tasks_refused(self) -> bool:
+        """Whether the kernel refused the job a task at its cap (`pids.events`: `max N`)."""
+        try:
+            return self.pids is not None and any(
+                line.split()[:1] == ["max"] and int(line.split()[1]) > 0
+                for line in (self.pids / "pids.events").read_text().splitlines())
+        except (OSError, ValueError, IndexError):
+            return False
 
     def set_limit(self, limit_bytes: int) -> None:
         (self.path / self.hierarchy.limit_file).write_text(str(limit_bytes))
@@ -147,22 +188,25 @@ class JobCgroup:
             return False
 
     def remove(self) -> None:
-        """Remove the cgroup once its processes are gone (they may take a moment to be reaped)."""
-        for _ in range(50):
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:
-                time.sleep(0.02)
+        """Remove the cgroup (and its `pids` one) once its processes are gone (they may take a moment to be
+        reaped)."""
+        for path in dict.fromkeys(p for p in (self.path, self.pids) if p is not None):
+            for _ in range(50):
+                try:
+                    path.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
 
 
 def remove_stale(hierarchy: Hierarchy | None) -> None:
     """Remove the (empty) job cgroups of runner processes that are gone."""
     if hierarchy is None:
         return
-    for entry in hierarchy.parent.glob("tlx-*-*-*"):
+    parents = dict.fromkeys(p for p in (hierarchy.parent, hierarchy.pids_parent) if p is not None)
+    for entry in (e for parent in parents for e in parent.glob("tlx-*-*-*")):
         try:
             _, pid, started, _ = entry.name.split("-")
             if start_time(int(pid)) != int(started):

@@ -2,18 +2,20 @@
 `unshare --net --pid --ipc --mount --fork --kill-child --mount-proc -- python -I -S .../runner/sandbox/jail.py MOUNTS
 CAPS -- CMD...`, running as pid 1 of the new PID namespace, as root with every capability.
 
-It builds the job's filesystem view as bubblewrap would: every mount read-only (and /proc's kernel knobs:
-sys, sysrq-trigger, irq, bus), then the steps of `MOUNTS` (JSON, `isolation.plan`) on top: a minimal /dev with
-the GPU devices, empty read-only tmpfs over hidden folders, read-only and writable binds (from descriptors opened
-before anything was hidden). Then it drops every capability but `CAPS` from the bounding set (so the root it
-execs keeps only those), sets PR_SET_NO_NEW_PRIVS, forks CMD as pid 2, reaps every orphan, and exits with CMD's
-status (128 + signal for a signal, as bubblewrap does). Standard library only, run as a script."""
+It builds the job's filesystem view as bubblewrap would: every host mount read-only (and /proc's kernel knobs:
+sys, sysrq-trigger, irq, bus), then an empty tmpfs that gets the steps of `MOUNTS` (JSON, `isolation.plan`): a
+minimal /dev with the GPU devices, this namespace's /proc, links, empty read-only tmpfs, read-only and writable
+binds (from descriptors opened before anything was covered); it becomes the root (pivot_root) and the host's tree
+is detached. Then it drops every capability but `CAPS` from the bounding set (so the root it execs keeps only
+those), sets PR_SET_NO_NEW_PRIVS, forks CMD as pid 2, reaps every orphan, and exits with CMD's status (128 +
+signal for a signal, as bubblewrap does). Standard library only, run as a script."""
 
 from __future__ import annotations
 
 import ctypes
 import json
 import os
+import platform
 import sys
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
@@ -25,6 +27,9 @@ PROC_COVERED = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")  #
 # capabilities may still write most sysctls (kernel.core_pattern: a host root shell), so they are read-only
 PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 4, 24, 38
 CAP_NAMES = {"CAP_SETGID": 6, "CAP_SETUID": 7}
+MNT_DETACH = 2
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+NEW_ROOT = "/tmp"  # where the view is built before it becomes / (any folder: the namespace's mounts are its own)
 SETUP_FAILED = 120  # exit status when the view could not be built (nothing of CMD ran)
 
 _libc = ctypes.CDLL("libc.so.6", use_errno=True)  # not find_library: it runs subprocesses
@@ -72,45 +77,72 @@ def _bind(fd: int, dest: str, is_dir: bool, readonly: bool) -> None:
     _remount(dest, readonly)  # a bind of a read-only mount starts read-only
 
 
+def _pivot_root(new_root: str) -> None:
+    """Make `new_root` the namespace's / and detach the host's tree from under it (pivot_root(".", "."))."""
+    os.chdir(new_root)
+    if _libc.syscall(SYS_PIVOT_ROOT[platform.machine()], b".", b".") != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"pivot_root to {new_root}: {os.strerror(err)}")
+    if _libc.umount2(b".", MNT_DETACH) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"detach the host's root: {os.strerror(err)}")
+    os.chdir("/")
+
+
 def build_view(mounts: list[dict]) -> None:
+    """An empty tmpfs root with MOUNTS' steps applied in it, pivoted to; the host's tree is gone from the view."""
+    cwd = os.getcwd()
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     sources = {}
     for m in mounts:
-        for src in [*m.get("devices", ()), m.get("src")]:
+        for src in [*m.get("devices", ()), m.get("src") if m["kind"] != "symlink" else None]:
             if src and src not in sources and os.path.exists(src):
                 sources[src] = os.open(src, os.O_PATH | os.O_CLOEXEC)
     for point in _mount_points():
         if point == "/proc" or point.startswith("/proc/"):
             continue
-        _remount(point, True)
+        _remount(point, True)  # a recursive bind carries the mounts under it: read-only too
     for path in PROC_COVERED:
         if os.path.exists(path):
             _mount(path, path, None, MS_BIND | MS_REC)
             _remount(path, True)
-    read_only_at_end = []
+    new = NEW_ROOT
+    _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+    read_only_at_end = ["/"]
     for m in mounts:
         kind, dest = m["kind"], m["dest"]
+        at = new + dest
         if kind == "dev":
-            _mount("tmpfs", "/dev", "tmpfs", MS_NOSUID, "mode=0755,size=1m")
+            _make_point(at, True)
+            _mount("tmpfs", at, "tmpfs", MS_NOSUID, "mode=0755,size=1m")
             for dev in m["devices"]:
                 if dev in sources:
-                    _bind(sources[dev], dev, os.path.isdir(f"/proc/self/fd/{sources[dev]}"), False)
-            os.mkdir("/dev/shm")
-            _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+                    _bind(sources[dev], new + dev, os.path.isdir(f"/proc/self/fd/{sources[dev]}"), False)
+            os.mkdir(f"{at}/shm")
+            _mount("tmpfs", f"{at}/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
             for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
                                  ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
-                os.symlink(target, f"/dev/{name}")
-            read_only_at_end.append("/dev")
+                os.symlink(target, f"{at}/{name}")
+            read_only_at_end.append(dest)
+        elif kind == "proc":
+            _make_point(at, True)
+            _mount("/proc", at, None, MS_BIND | MS_REC)  # this PID namespace's (unshare --mount-proc)
+        elif kind == "symlink":
+            _make_point(os.path.dirname(at), True)
+            if not os.path.lexists(at):
+                os.symlink(m["src"], at)
         elif kind == "tmpfs":
-            _make_point(dest, True)
-            _mount("tmpfs", dest, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+            _make_point(at, True)
+            _mount("tmpfs", at, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
             read_only_at_end.append(dest)
         elif kind in ("ro", "rw") and m["src"] in sources:
-            _bind(sources[m["src"]], dest, os.path.isdir(f"/proc/self/fd/{sources[m['src']]}"), kind == "ro")
-    for dest in read_only_at_end:
-        _remount(dest, True)
+            _bind(sources[m["src"]], at, os.path.isdir(f"/proc/self/fd/{sources[m['src']]}"), kind == "ro")
     for fd in sources.values():
         os.close(fd)
+    _pivot_root(new)
+    for dest in read_only_at_end:
+        _remount(dest, True)
+    os.chdir(cwd)  # the job's folder, bound at its own path: the old cwd would be a way back to the host's tree
 
 
 def drop_privileges(keep: list[str]) -> None:

@@ -6,17 +6,19 @@ Every job (and every pre-warmed spare, whose folder becomes its job's) gets `PAR
 since boot, `/proc/<pid>/stat`), so a reused pid is not taken for the owner. The first job folder a process makes
 removes the parents of owners that are gone. A job folder holds `work/` (HOME, cwd, the program), `tmp/` (the
 job's scratch, its /tmp inside the isolation) and `triton-cache/`; all three are mode 0777 so that the judge can
-hand them to the unprivileged candidate process."""
+hand them to the unprivileged candidate process. Where the host allows, a job folder is a size-capped tmpfs
+(`runner.sandbox.scratch`)."""
 
 from __future__ import annotations
 
 import atexit
 import os
 import re
-import shutil
 import tempfile
 import threading
 from pathlib import Path
+
+from runner.sandbox import scratch
 
 PARENT_RE = re.compile(r"^tlx-runner-(\d+)-(\d+)$")
 JOB_SUBDIRS = ("work", "tmp", "triton-cache")
@@ -48,7 +50,7 @@ def parent_dir(work_root: str | None) -> Path:
         if not parent.is_dir():
             parent.mkdir(parents=True)
             os.chmod(parent, 0o711)  # whatever the umask (the H200's runner had 077: mkdir's mode is masked)
-            atexit.register(shutil.rmtree, parent, True)  # a clean exit leaves nothing; a SIGKILL, the sweep above
+            atexit.register(scratch.remove, parent)  # a clean exit leaves nothing; a SIGKILL, the sweep above
     return parent
 
 
@@ -65,7 +67,7 @@ def remove_stale(base: Path) -> list[Path]:
             continue
         pid, started = int(m.group(1)), int(m.group(2))
         if start_time(pid) != started:
-            shutil.rmtree(entry, ignore_errors=True)
+            scratch.remove(entry)
             removed.append(entry)
     return removed
 
@@ -86,15 +88,17 @@ def _mount_points_in_scratch(root: Path) -> None:
 
 
 def make_job_dir(work_root: str | None) -> Path:
-    """A fresh job folder with its three subfolders (see the module docstring)."""
+    """A fresh job folder with its three subfolders (see the module docstring), size-capped where the host lets
+    the runner mount (`runner.sandbox.scratch`)."""
     root = Path(tempfile.mkdtemp(prefix="tlx-run-", dir=parent_dir(work_root)))
     try:
+        scratch.cap(root)
         for name in JOB_SUBDIRS:
             (root / name).mkdir()
         for path in (root, *(root / name for name in JOB_SUBDIRS)):
             os.chmod(path, 0o777)
         _mount_points_in_scratch(root)
     except BaseException:
-        shutil.rmtree(root, ignore_errors=True)
+        scratch.remove(root)
         raise
     return root

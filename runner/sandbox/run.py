@@ -34,7 +34,7 @@ from runner.gpu.gate import WAITING_FOR_GPU, GpuGate
 from runner.options import EvalOptions
 from runner.protocol import EVENT, EXCLUSIVE, GATE, GO, RELEASE, RESULT, SHARED, STACKS_SIGNAL, STAGE
 from runner.result import RunResult, phase_name
-from runner.sandbox import isolation, scrub, triton_cache
+from runner.sandbox import isolation, scratch, scrub, triton_cache
 from runner.sandbox.cgroup import job_memory_cap
 from runner.sandbox.isolation import NOT_ISOLATED
 from runner.sandbox.spares import POOL, Child, close_spares, kill_group
@@ -43,6 +43,7 @@ __all__ = ["close_spares", "evaluate_in_sandbox"]
 POLL_S = 0.1
 TAIL_CHARS = 3000
 STACKS_WAIT_S = 0.5
+TASKS_OF_THE_ISOLATION = 8  # setpriv, unshare, bwrap, the namespace's init: in the job's cgroup, not its count
 
 
 class _Capture(threading.Thread):
@@ -221,13 +222,24 @@ def _proportional_bytes(pid: str) -> int:
     return 0
 
 
+def _tasks(pid: str) -> int:
+    """The process's threads (each a task of the kernel's, as a process is)."""
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
 def _job_usage(pgid: int, namespace: str | None, memory_cap: int) -> tuple[int, int]:
-    """(memory bytes, processes) of the job. Memory is the sum of RSS, and where that is over `memory_cap`, the sum
-    of PSS: forked children share their parent's pages copy-on-write, and counting those in every child would
-    call a program with forked workers (or a fork bomb, which the process count stops) out of memory. The
-    process count is what bounds a fork bomb when the child runs as root (the kernel does not apply RLIMIT_NPROC
-    to root)."""
+    """(memory bytes, tasks: processes and their threads) of the job. Memory is the sum of RSS, and where that is
+    over `memory_cap`, the sum of PSS: forked children share their parent's pages copy-on-write, and counting those
+    in every child would call a program with forked workers (or a fork bomb, which the task count stops) out of
+    memory. The task count is what bounds a fork bomb when the child runs as root (the kernel does not apply
+    RLIMIT_NPROC to root), and it counts threads (issue 45: 3,000 threads went past a count of processes)."""
     pids = _job_pids(pgid, namespace)
+    tasks = 0
+    for pid in pids:
+        try:
+            tasks += _tasks(pid)
+        except OSError:  # the process has exited meanwhile
+            continue
     for measure in (_resident_bytes, _proportional_bytes):
         total = 0
         for pid in pids:
@@ -239,7 +251,7 @@ def _job_usage(pgid: int, namespace: str | None, memory_cap: int) -> tuple[int, 
                 continue
         if total <= memory_cap:
             break
-    return total, len(pids)
+    return total, tasks
 
 
 def _dump_stacks(child: Child) -> None:
@@ -326,6 +338,14 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
             child.cgroup.set_limit(memory_cap)
         except OSError:  # v1 refuses a cap below what the spare holds already: the RSS watchdog still applies
             pass
+        try:  # the kernel's cap on tasks, a little above the watchdog's (the isolation's own processes count)
+            child.cgroup.set_task_limit(options.nproc_extra + TASKS_OF_THE_ISOLATION)
+        except OSError:
+            pass
+    try:
+        scratch.resize(child.root, options.disk_limit_bytes)
+    except OSError:  # below what the folder holds already (the shared Triton cache's entries): it keeps its cap
+        pass
     namespace = None
     while proc.poll() is None and not channel.done.is_set():  # a verdict in hand: no waiting for the exit
         if cancel is not None and cancel.is_set():
@@ -354,6 +374,8 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
         t.join(timeout=5)
     if killed_for is None and child.cgroup is not None and channel.result is None and child.cgroup.oom_killed():
         killed_for = "cgroup_oom"
+    if killed_for is None and child.cgroup is not None and child.cgroup.tasks_refused():
+        killed_for = "tasks_refused"  # whatever the program made of the refusal (an error, a fallback)
     verdict = _verdict(child.returncode(), killed_for, channel, err, options, memory_cap, peak_rss, peak_procs)
     if "candidate_crashed" in verdict.flags and child.cgroup is not None and child.cgroup.oom_killed():
         verdict = RunResult.failed(ErrorType.OUT_OF_MEMORY, f"host memory over the job's cap of {memory_cap / 2**20:.0f} "
@@ -364,6 +386,8 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
         verdict.phases_s = {"child_ready": round(channel.first_event_at - sent, 3), **verdict.phases_s}
     if channel.forged:
         verdict.flags = [*verdict.flags, "forged_verdict"]
+    if scratch.filled(child.root):
+        verdict.flags = [*verdict.flags, "disk_full"]
     return verdict
 
 
@@ -396,8 +420,12 @@ def _verdict(code: int, killed_for: str | None, channel: ChannelReader, err: _Ca
         return verdict
     where = f"during '{channel.stage}'"
     if killed_for == "processes":
-        return RunResult.failed(ErrorType.CRASHED, f"{peak_procs} processes, over the limit of {options.nproc_extra}; "
-                                f"killed {where}", flags=["too_many_processes"], traceback=tail)
+        return RunResult.failed(ErrorType.CRASHED, f"{peak_procs} processes and threads, over the limit of "
+                                f"{options.nproc_extra}; killed {where}", flags=["too_many_processes"], traceback=tail)
+    if killed_for == "tasks_refused":
+        return RunResult.failed(ErrorType.CRASHED, f"the kernel refused a process or thread past the job's cap of "
+                                f"{options.nproc_extra + TASKS_OF_THE_ISOLATION} {where}",
+                                flags=["too_many_processes"], traceback=tail)
     if killed_for == "cancel":
         return _cancelled(where, traceback=tail)
     if killed_for == "timeout":

@@ -18,7 +18,6 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import shutil
 import signal
 import site
 import subprocess
@@ -34,7 +33,7 @@ from common.settings import CHILD_ENV, RunnerConfig, load_settings
 from runner.gpu.cpu_plan import plan_for
 from runner.gpu.host_lock import child_descriptors
 from runner.options import EvalOptions
-from runner.sandbox import isolation, jobdirs
+from runner.sandbox import isolation, jobdirs, scratch
 from runner.sandbox.cgroup import JobCgroup
 from runner.sandbox.isolation import REPO_ROOT
 
@@ -71,8 +70,9 @@ def prewarm_enabled(options: EvalOptions) -> bool:
 
 
 def hidden_paths(options: EvalOptions) -> list[str]:
-    """The runner's folders a job must not see (`isolation.plan` hides them): runs dir (with the service's token
-    file), store, shared Triton cache, the folder of all job folders."""
+    """The runner's folders named by its settings (runs dir with the service's token file, store, shared Triton
+    cache, the folder of all job folders): out of the job's view, which shows only what the child needs
+    (`isolation.plan`), and covered where they lie inside what it shows."""
     settings = load_settings()
     return [str(p) for p in (settings.runs_dir, settings.store, settings.cache_dir, options.triton_cache_dir,
                              options.work_root) if p]
@@ -134,7 +134,7 @@ class Child:
         if self.result_fd >= 0:
             os.close(self.result_fd)
             self.result_fd = -1
-        shutil.rmtree(self.root, ignore_errors=True)
+        scratch.remove(self.root)
         if self.cgroup is not None:
             self.cgroup.remove()
 
@@ -174,7 +174,7 @@ def start_child(options: EvalOptions) -> Child:
         for fd in (spec_w, result_r):
             if fd >= 0:
                 os.close(fd)
-        shutil.rmtree(root, ignore_errors=True)
+        scratch.remove(root)
         if job_cgroup is not None:
             job_cgroup.remove()
         raise

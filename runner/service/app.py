@@ -305,6 +305,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"serve: {e}", file=sys.stderr)
         return 1
     store = args.store or (None if settings.store_is_sample else settings.store)
+    isolation.keep_private(runs_dir, store)  # named by flags, not settings: no job may see them either
     service = RunnerService(runs_dir, store, slots, sandbox_evaluator, token)
     try:
         server = make_server(service, args.host, args.port,

@@ -27,6 +27,7 @@ from typing import Any
 
 from common.errors import TlxError
 from common.settings import RunnerConfig, load_settings
+from common.terminal import inert
 from runner.spec_args import add_spec_arguments, spec_fields
 
 FINAL_STATES = ("done", "cancelled")
@@ -185,7 +186,7 @@ def _print_job(job: dict[str, Any], as_json: bool) -> None:
         timing = result.get("timing") or {}
         if timing.get("median_ms") is not None:
             line += f"; median {timing['median_ms']:.4g} ms"
-    print(line)
+    print(inert(line))  # the program's message: shown, never obeyed by the terminal
 
 
 def main(args: argparse.Namespace) -> int:
@@ -207,7 +208,7 @@ def main(args: argparse.Namespace) -> int:
         else:
             job = client.job(job["id"])
     except (RunnerUnavailable, RunnerError, TimeoutError, OSError) as e:
-        print(f"submit: {e}", file=sys.stderr)
+        print(inert(f"submit: {e}"), file=sys.stderr)
         return 1
     _print_job(job, args.json)
     return 0

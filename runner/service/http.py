@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from common.errors import TlxError
+from common.terminal import inert
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
 MAX_JSON_DEPTH = 16
@@ -111,8 +112,8 @@ class Handler(BaseHTTPRequestHandler):
     service: Service  # set on the subclass built in `make_server`
     server: RunnerHTTPServer
 
-    def log_message(self, format: str, *args: Any) -> None:
-        sys.stderr.write(f"[runner] {self.address_string()} {format % args}\n")
+    def log_message(self, format: str, *args: Any) -> None:  # the request line is the client's: shown inert
+        sys.stderr.write(f"[runner] {self.address_string()} {inert(format % args)}\n")
 
     def handle_one_request(self) -> None:
         """Wait (idle timeout) for the next request's first byte, then handle it under the request deadline."""
