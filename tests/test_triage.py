@@ -134,3 +134,20 @@ def test_store_rows_on_a_ray_cluster_each_once_then_filtered_by_triage(tmp_path)
     from runner.rows import filtered_rows
 
     assert [r[0] for r in filtered_rows(store, runs, triage_status="passed")] == ["train/000000"]
+
+
+def test_what_a_program_leaves_running_is_killed_before_the_next_one(tmp_path):
+    """A daemon a program starts (double fork, its own session) dies with the program's triage: it stops writing."""
+    import time
+
+    daemon = runner_program("correct_add") + (
+        "\nimport os, time\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
+        "        while True:\n            open('/tmp/daemon-beat', 'a').write('.')\n            time.sleep(0.05)\n"
+        "    os._exit(0)\n")
+    with TriagePool(1, TriageSettings(timeout_s=60)) as pool:
+        assert pool.triage(daemon)["triage_status"] == "passed"
+        beat = pool._all[0].root / "tmp" / "daemon-beat"
+        assert beat.exists()  # it ran
+        size = beat.stat().st_size
+        time.sleep(0.5)
+        assert beat.stat().st_size == size  # and was killed

@@ -214,9 +214,9 @@ def _folders_on_the_way(mounts: list[Mount]) -> list[str]:
     return sorted(found, key=lambda p: p.count("/"))
 
 
-def bwrap_args(mounts: list[Mount]) -> list[str]:
+def bwrap_args(mounts: list[Mount], caps: tuple[str, ...] = KEPT_CAPS) -> list[str]:
     args = ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"]
-    for cap in KEPT_CAPS:
+    for cap in caps:
         args += ["--cap-add", cap]
     for folder in _folders_on_the_way(mounts):  # bubblewrap would make them 0700: out of the candidate's reach
         args += ["--perms", "0755", "--dir", folder]
@@ -253,15 +253,16 @@ class Isolation:
     def isolated(self) -> bool:
         return self.mode != "none"
 
-    def wrap(self, cmd: list[str], job_root: Path, hide: list[str], writable: tuple[str, ...] = ()) -> list[str]:
-        """`cmd` run inside this isolation (unchanged in mode `none`)."""
+    def wrap(self, cmd: list[str], job_root: Path, hide: list[str], writable: tuple[str, ...] = (),
+             caps: tuple[str, ...] = KEPT_CAPS) -> list[str]:
+        """`cmd` run inside this isolation (unchanged in mode `none`), keeping only the capabilities `caps`."""
         mounts = plan(job_root, hide, writable)
         if self.mode == "bwrap":
-            return [str(self.tool), *bwrap_args(mounts), "--", *cmd]
+            return [str(self.tool), *bwrap_args(mounts, caps), "--", *cmd]
         if self.mode == "unshare":
             layout = json.dumps([m.__dict__ for m in mounts])
             return [shutil.which("setpriv") or "setpriv", "--pdeathsig", "KILL", str(self.tool), "--net", "--pid",
-                    "--ipc", "--mount", "--fork", "--kill-child", "--mount-proc", "--", sys.executable, "-I", "-S", jail.__file__, layout, ",".join(KEPT_CAPS), "--", *cmd]
+                    "--ipc", "--mount", "--fork", "--kill-child", "--mount-proc", "--", sys.executable, "-I", "-S", jail.__file__, layout, ",".join(caps), "--", *cmd]
         return cmd
 
     def returncode(self, code: int) -> int:

@@ -25,6 +25,9 @@ from runner.sandbox import isolation, jobdirs
 from runner.sandbox.spares import base_env, hidden_paths, kill_group
 
 START_TIMEOUT_S = 180.0
+# a GPU job's capabilities, and CAP_KILL: the worker ends its children (another user's) and what they leave, within
+# its own PID namespace; each child drops every capability before the program loads
+WORKER_CAPS = (*isolation.KEPT_CAPS, "CAP_KILL")
 INFRASTRUCTURE = "infrastructure"
 
 
@@ -55,7 +58,8 @@ class Worker:
                "--timeout", str(settings.timeout_s), "--memory-mb", str(settings.memory_mb),
                *(["--isolated"] if self.iso.isolated else [])]
         try:
-            self.proc = subprocess.Popen(self.iso.wrap(cmd, self.root, hidden_paths(options)), cwd=self.work, env=env,
+            wrapped = self.iso.wrap(cmd, self.root, hidden_paths(options), caps=WORKER_CAPS)
+            self.proc = subprocess.Popen(wrapped, cwd=self.work, env=env,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                          start_new_session=True, umask=0o022, text=True)
             self.versions = self._ready()

@@ -29,6 +29,7 @@ import warnings
 from pathlib import Path
 
 from runner.child.candidate_client import candidate_identity
+from runner.child.separation import drop_capabilities
 
 NOBODY = 65534
 POLL_S = 0.05
@@ -42,19 +43,21 @@ def _child(path: str, result_w: int, identity: tuple[int, int] | None) -> None:
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
-        if identity is not None:
+        if identity is not None:  # root to another user: the kernel clears every capability
             os.setgroups([])
             os.setgid(identity[1])
             os.setuid(identity[0])
+        else:  # the worker's user: not its capabilities (CAP_KILL would reach the worker)
+            drop_capabilities()
         from runner.triage.program import triage
 
         result = triage(path)
         children = resource.getrusage(resource.RUSAGE_CHILDREN)  # ptxas runs as a child process
         result["cpu_s"] = round(time.process_time() + children.ru_utime + children.ru_stime, 4)
-        data = json.dumps(result).encode()
+        data = json.dumps(result).encode() + b"\n"
     except BaseException as exc:  # noqa: BLE001 - anything here is the harness's failure, said as such
         data = json.dumps({"triage_status": "not_triaged", "error_type": None,
-                           "reason": f"triage harness failed: {type(exc).__name__}: {exc}"[:600]}).encode()
+                           "reason": f"triage harness failed: {type(exc).__name__}: {exc}"[:600]}).encode() + b"\n"
         code = 1
     try:
         while data:
@@ -105,15 +108,21 @@ def _is_descendant(pid: int, ancestor: int) -> bool:
 
 
 def _wait(pid: int, result_r: int, timeout_s: float, memory_mb: float) -> dict:
-    chunks, deadline, status = [], time.monotonic() + timeout_s, None
-    while True:
+    """The child's answer: one line on the pipe (what it started may hold the pipe open after it exits)."""
+    data, deadline, status, code = b"", time.monotonic() + timeout_s, None, None
+    while b"\n" not in data:
         ready, _, _ = select.select([result_r], [], [], POLL_S)
-        if ready:
-            chunk = os.read(result_r, 1 << 16)
-            if chunk:
-                chunks.append(chunk)
-                continue
-            break  # the child closed its end: it has exited
+        chunk = os.read(result_r, 1 << 16) if ready else None
+        if chunk:
+            data += chunk
+            continue
+        if code is None:
+            done, status_code = os.waitpid(pid, os.WNOHANG)
+            code = status_code if done else None
+        if chunk == b"" or code is not None:  # every writer closed, or the child ended without a whole answer
+            if code is not None:
+                data += _drain(result_r)
+            break
         if _rss_mb(pid) > memory_mb:
             status = f"the triage passed its {memory_mb:,.0f} MB"
             break
@@ -124,16 +133,28 @@ def _wait(pid: int, result_r: int, timeout_s: float, memory_mb: float) -> dict:
         os.killpg(pid, signal.SIGKILL)
     except OSError:
         pass
-    _, code = os.waitpid(pid, 0)
+    if code is None:
+        _, code = os.waitpid(pid, 0)
     if status is not None:  # the triage's own limits: they say nothing of the program on a GPU
         return {"triage_status": "not_triaged", "error_type": None, "stage": None, "reason": status}
     try:
-        return json.loads(b"".join(chunks))
+        return json.loads(data.split(b"\n", 1)[0])
     except ValueError:
         sig = os.WTERMSIG(code) if os.WIFSIGNALED(code) else None
         return {"triage_status": "failed", "error_type": "crashed", "stage": None,
                 "message": f"the triage's process ended by signal {sig}" if sig else
                 f"the triage's process exited with status {os.WEXITSTATUS(code)} without an answer"}
+
+
+def _drain(fd: int) -> bytes:
+    """What the pipe holds now, without waiting for writers that may never close it."""
+    data = b""
+    while select.select([fd], [], [], 0)[0]:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        data += chunk
+    return data
 
 
 def triage_forked(path: str, timeout_s: float, memory_mb: float, isolated: bool,
