@@ -125,7 +125,10 @@ def test_illegal_memory_access_is_cuda_error():
 
 def test_side_stream_work_is_waited_for():
     r = evaluate_in_sandbox(SIDE_STREAM, options(), result_id="gpu-side-stream")
-    assert r.status == "ok", (r.message, r.traceback)
+    if r.status != "ok":  # the loop check reads the output on the current stream, as any consumer would: the race
+        # of a side stream nobody waits for shows there (seen on an H100), never as a wrong timing
+        assert "timed_call_differs" in r.flags and r.error_type == "output_mismatch", (r.message, r.flags)
+        return
     # the events of the current stream miss the side work: the wall check must flag it and time it instead
     flagged = "side_stream_suspect" in r.flags and r.timing.source == "wall_minus_host_overhead"
     assert flagged or r.timing.median_ms >= 0.5 * r.ref_timing.median_ms, (r.flags, r.timing, r.ref_timing)
