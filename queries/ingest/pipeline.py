@@ -7,8 +7,9 @@ was, and so does a build that would index no row or far fewer than the store it 
 `allow_shrink`); a later build removes the folders that killed builds left. Every row read is either indexed or rejected with a reason, and the rows of
 files refused with `skip_bad_files` are counted as unread; the summary (printed and kept in meta.json) accounts
 for all of them. The store is usable from then on. Stage 2 (`syntax_check.py`) then compiles every program to
-mark syntax errors, rewriting index.parquet and meta.json in place; skipped with `syntax_check=False`, it can run
-later (`python -m queries check-syntax`). Layout: docs/ARCHITECTURE.md, section Store.
+mark syntax errors, rewriting index.parquet and meta.json in place, and then finds near-duplicate clusters
+(`queries/neardup/`); skipped with `syntax_check=False`, they can run later (`python -m queries check-syntax`,
+`python -m queries near-dups`). Layout: docs/ARCHITECTURE.md, section Store.
 """
 
 from __future__ import annotations
@@ -114,7 +115,20 @@ def ingest(
             say(f"syntax check interrupted: {store} is usable, without syntax errors marked; "
                 f"`python -m queries check-syntax --store {store}` finishes it")
             raise
+        summary["near_dups"] = _near_dups(store, workers, progress)
     return summary
+
+
+def _near_dups(store: Path, workers: int, progress: bool) -> dict:
+    """Stage 2's last step: near-duplicate clusters (queries/neardup/, imported here: it imports ingest's pool)."""
+    from queries.neardup.command import near_dups
+
+    try:
+        return near_dups(store, workers=workers, progress=progress)
+    except KeyboardInterrupt:
+        say(f"near-duplicate search interrupted: {store} is usable, without clusters; "
+            f"`python -m queries near-dups --store {store}` finishes it")
+        raise
 
 
 def _clear_dead_builds(store: Path) -> None:

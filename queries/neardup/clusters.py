@@ -1,0 +1,75 @@
+"""Near-duplicate clusters from MinHash signatures: datasketch's LSH proposes pairs, their estimated Jaccard
+confirms them, and connected pairs form a cluster.
+
+`MinHashLSH` picks its bands for the threshold (at 0.7 and 256 permutations: 25 bands of 10 values) and
+keeps, per band, a table of every signature. To bound memory the bands are indexed a few at a time
+(`BANDS_AT_ONCE`): each group's index is built over all signatures, its buckets are read, and it is dropped
+before the next group's. Two signatures sharing a bucket are joined when their estimated Jaccard similarity
+(the share of equal MinHash values) reaches the threshold; a bucket larger than `FULL_BUCKET` compares each
+member with its first `ANCHORS` members only (its members already agree on a band, so they are usually all
+alike). Clusters are the connected components of the joined pairs, so two members of one cluster may be less
+alike than the threshold through members between them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from datasketch import LeanMinHash, MinHashLSH
+
+from queries.neardup.shingles import NUM_PERM, SEED
+
+THRESHOLD = 0.7  # BigCode's near-deduplication setting
+BANDS_AT_ONCE = 5
+FULL_BUCKET = 64
+ANCHORS = 16
+
+
+def lsh_params(threshold: float) -> tuple[int, int]:
+    """(bands, rows per band) datasketch chooses for `threshold` at NUM_PERM permutations."""
+    lsh = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)
+    return lsh.b, lsh.r
+
+
+def components(signatures: np.ndarray, threshold: float = THRESHOLD,
+               progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+    """The component of each signature (uint32[n, NUM_PERM]): int64[n], the smallest index in its component."""
+    n = len(signatures)
+    parent = np.arange(n, dtype=np.int64)
+    bands, rows = lsh_params(threshold)
+    for first in range(0, bands, BANDS_AT_ONCE):
+        group = min(BANDS_AT_ONCE, bands - first)
+        shift = first * rows  # this group's bands, moved to the front where the index reads them
+        lsh = MinHashLSH(num_perm=NUM_PERM, params=(group, rows))
+        with lsh.insertion_session() as session:
+            for i in range(n):
+                values = np.roll(signatures[i], -shift)
+                session.insert(i, LeanMinHash(seed=SEED, hashvalues=values, scheme="affine32"),
+                               check_duplication=False)
+        for table in lsh.hashtables:
+            for key in table.keys():
+                members = table.get(key)
+                if len(members) > 1:
+                    _join(parent, signatures, np.fromiter(members, np.int64, len(members)), threshold)
+        del lsh
+        if progress:
+            progress(first + group, bands)
+    return np.array([_find(parent, i) for i in range(n)], dtype=np.int64)
+
+
+def _join(parent: np.ndarray, signatures: np.ndarray, members: np.ndarray, threshold: float) -> None:
+    members.sort()
+    anchors = members[:ANCHORS] if len(members) > FULL_BUCKET else members
+    same = (signatures[members][:, None, :] == signatures[anchors][None, :, :]).mean(axis=2) >= threshold
+    for i, j in zip(*np.nonzero(same), strict=True):
+        a, b = _find(parent, int(members[i])), _find(parent, int(anchors[j]))
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+
+
+def _find(parent: np.ndarray, i: int) -> int:
+    while parent[i] != i:
+        parent[i] = parent[parent[i]]
+        i = int(parent[i])
+    return i
