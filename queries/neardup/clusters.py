@@ -33,8 +33,10 @@ def lsh_params(threshold: float) -> tuple[int, int]:
 
 
 def components(signatures: np.ndarray, threshold: float = THRESHOLD,
-               progress: Callable[[int, int], None] | None = None) -> np.ndarray:
-    """The component of each signature (uint32[n, NUM_PERM]): int64[n], the smallest index in its component."""
+               progress: Callable[[int, int], None] | None = None,
+               links: set[tuple[int, int]] | None = None) -> np.ndarray:
+    """The component of each signature (uint32[n, NUM_PERM]): int64[n], the smallest index in its component.
+    `links`, when given, receives every confirmed pair (i < j) (scripts/bench_neardup.py measures them)."""
     n = len(signatures)
     parent = np.arange(n, dtype=np.int64)
     bands, rows = lsh_params(threshold)
@@ -51,18 +53,21 @@ def components(signatures: np.ndarray, threshold: float = THRESHOLD,
             for key in table.keys():
                 members = table.get(key)
                 if len(members) > 1:
-                    _join(parent, signatures, np.fromiter(members, np.int64, len(members)), threshold)
+                    _join(parent, signatures, np.fromiter(members, np.int64, len(members)), threshold, links)
         del lsh
         if progress:
             progress(first + group, bands)
     return np.array([_find(parent, i) for i in range(n)], dtype=np.int64)
 
 
-def _join(parent: np.ndarray, signatures: np.ndarray, members: np.ndarray, threshold: float) -> None:
+def _join(parent: np.ndarray, signatures: np.ndarray, members: np.ndarray, threshold: float,
+          links: set[tuple[int, int]] | None) -> None:
     members.sort()
     anchors = members[:ANCHORS] if len(members) > FULL_BUCKET else members
     same = (signatures[members][:, None, :] == signatures[anchors][None, :, :]).mean(axis=2) >= threshold
     for i, j in zip(*np.nonzero(same), strict=True):
+        if links is not None and members[i] != anchors[j]:
+            links.add((int(min(members[i], anchors[j])), int(max(members[i], anchors[j]))))
         a, b = _find(parent, int(members[i])), _find(parent, int(anchors[j]))
         if a != b:
             parent[max(a, b)] = min(a, b)
