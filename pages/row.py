@@ -7,7 +7,7 @@ import streamlit as st
 
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
-from ui import code, context, flags, links, rerun, verdict, widgets
+from ui import code, context, flags, links, near_dups, rerun, verdict, widgets
 from ui.labels import error_name, flags_text
 from ui.text import md, md_code
 
@@ -66,6 +66,8 @@ else:
 if not history.empty:
     with st.expander(f"Run history ({len(history)})", expanded=len(history) > 1):
         verdict.show_history(history)
+
+near_dups.row_near_copies(store, row_id, meta.get("near_dup_cluster"), cfg.label_unit, key="row_near_copies")
 
 with st.expander("All metadata"):
     st.json({k: (v if not hasattr(v, "tolist") else v.tolist()) for k, v in meta.items()}, expanded=True)

@@ -1,7 +1,16 @@
 """Candidate parts for the near-duplicate tests: a base Triton program, its near-copies (renamed, re-commented,
-a constant changed) and programs that do something else."""
+a constant changed) and programs that do something else; a store built of them (`build_neardup_store`)."""
 
 from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from queries.store import INDEX_FILE
+from tests.fixtures import REFERENCE
 
 BASE = '''
 import torch
@@ -182,3 +191,46 @@ class ModelNew(nn.Module):
 '''
 
 DISTINCT["cumsum"] = CUMSUM
+
+
+def reference(name: str, n: int) -> str:
+    return REFERENCE.format(doc=f"Problem {name}.", expr="x", n=n)
+
+
+# (problem, candidate, y); test rows add (problem_id, holdout_group)
+TRAIN = [
+    ("add", BASE, 0.010), ("add", renamed(), 0.008), ("add", NEAR_COPIES["recommented"](), None),
+    ("add", NEAR_COPIES["constant_changed"](), 0.009),
+    ("soft", SOFTMAX, 0.02),  # a near-copy of test's row 1, under another problem
+    ("mm", MATMUL, 0.5),  # test's problem
+    ("kbtrain", LAYERNORM, 0.03),  # given test row 2's KernelBench name below
+]
+TEST = [
+    ("mm", MATMUL, 0.4, "1_1", "half_holdout"),
+    ("other", SOFTMAX.replace("softmax_kernel", "sm").replace("row_minus_max", "shifted"), 0.02, "2_5",
+     "ninety_holdout"),
+    ("kbtest", CUMSUM, None, "1_40", "full_holdout"),
+]
+SIZES = {"add": 16, "soft": 24, "mm": 32, "kbtrain": 40, "other": 48, "kbtest": 56}
+KB_NAME = "L1 40_LayerNorm"
+
+
+def build_neardup_store(folder: Path) -> Path:
+    """TRAIN and TEST ingested into `folder/store` (clusters included), two references given one KernelBench name."""
+    from queries.ingest import ingest
+
+    pq.write_table(pa.table({"x": [reference(p, SIZES[p]) + c for p, c, _ in TRAIN],
+                             "y": pa.array([y for *_, y in TRAIN], pa.float64())}), folder / "train.parquet")
+    pq.write_table(pa.table({"x": [reference(p, SIZES[p]) + c for p, c, *_ in TEST],
+                             "y": pa.array([r[2] for r in TEST], pa.float64()),
+                             "problem_id": [r[3] for r in TEST], "holdout_group": [r[4] for r in TEST]}),
+                   folder / "test.parquet")
+    path = folder / "store"
+    ingest([str(folder / "train.parquet"), str(folder / "test.parquet")], path, progress=False, workers=1)
+    # two references of one KernelBench problem written differently: give both keys its name
+    index = pq.read_table(path / INDEX_FILE)
+    kb = pc.is_in(index["id"], pa.array(["train/000006", "test/000002"]))
+    index = index.set_column(index.schema.get_field_index("title"), "title",
+                             pc.if_else(kb, pa.scalar(KB_NAME), index["title"]))
+    pq.write_table(index, path / INDEX_FILE)
+    return path

@@ -7,7 +7,6 @@ import json
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -15,52 +14,12 @@ from queries.neardup.clusters import components
 from queries.neardup.command import COLUMN, near_dups
 from queries.neardup.shingles import jaccard, signature, tokens
 from queries.store import INDEX_FILE, Store
-from tests.fixtures import REFERENCE
-from tests.neardup_programs import BASE, CUMSUM, DISTINCT, LAYERNORM, MATMUL, NEAR_COPIES, SOFTMAX, renamed
-
-
-def reference(name: str, n: int) -> str:
-    return REFERENCE.format(doc=f"Problem {name}.", expr="x", n=n)
-
-
-# (problem, candidate, y); test rows add (problem_id, holdout_group)
-TRAIN = [
-    ("add", BASE, 0.010), ("add", renamed(), 0.008), ("add", NEAR_COPIES["recommented"](), None),
-    ("add", NEAR_COPIES["constant_changed"](), 0.009),
-    ("soft", SOFTMAX, 0.02),  # a near-copy of test's row 1, under another problem
-    ("mm", MATMUL, 0.5),  # test's problem
-    ("kbtrain", LAYERNORM, 0.03),  # given test row 2's KernelBench name below
-]
-TEST = [
-    ("mm", MATMUL, 0.4, "1_1", "half_holdout"),
-    ("other", SOFTMAX.replace("softmax_kernel", "sm").replace("row_minus_max", "shifted"), 0.02, "2_5",
-     "ninety_holdout"),
-    ("kbtest", CUMSUM, None, "1_40", "full_holdout"),
-]
-SIZES = {"add": 16, "soft": 24, "mm": 32, "kbtrain": 40, "other": 48, "kbtest": 56}
-KB_NAME = "L1 40_LayerNorm"
+from tests.neardup_programs import BASE, DISTINCT, NEAR_COPIES, TEST, TRAIN, build_neardup_store, renamed
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    from queries.ingest import ingest
-
-    folder = tmp_path_factory.mktemp("neardup")
-    pq.write_table(pa.table({"x": [reference(p, SIZES[p]) + c for p, c, _ in TRAIN],
-                             "y": pa.array([y for *_, y in TRAIN], pa.float64())}), folder / "train.parquet")
-    pq.write_table(pa.table({"x": [reference(p, SIZES[p]) + c for p, c, *_ in TEST],
-                             "y": pa.array([r[2] for r in TEST], pa.float64()),
-                             "problem_id": [r[3] for r in TEST], "holdout_group": [r[4] for r in TEST]}),
-                   folder / "test.parquet")
-    path = folder / "store"
-    ingest([str(folder / "train.parquet"), str(folder / "test.parquet")], path, progress=False, workers=1)
-    # two references of one KernelBench problem written differently: give both keys its name
-    index = pq.read_table(path / INDEX_FILE)
-    kb = pc.is_in(index["id"], pa.array(["train/000006", "test/000002"]))
-    index = index.set_column(index.schema.get_field_index("title"), "title",
-                             pc.if_else(kb, pa.scalar(KB_NAME), index["title"]))
-    pq.write_table(index, path / INDEX_FILE)
-    return path
+    return build_neardup_store(tmp_path_factory.mktemp("neardup"))
 
 
 def clusters_of(store) -> dict[str, str | None]:
@@ -184,3 +143,17 @@ def test_near_dups_command_line(store, capsys):
     assert main(["near-dups", "--store", str(store), "--quiet", "--workers", "1"]) == 0
     assert main(["near-dups", "--store", str(store), "--threshold", "1.5"]) == 2
     assert "not in (0, 1]" in capsys.readouterr().err
+
+
+def test_scoring_splits_test_rows_by_a_near_copy_in_train(store):
+    from queries.scoring.metrics import score_predictions
+
+    ids = [f"train/00000{i}" for i in range(len(TRAIN))] + [f"test/00000{i}" for i in range(len(TEST))]
+    predictions = pa.table({"id": ids, "score": [float(i) for i in range(len(ids))],
+                            "p_correct": pa.nulls(len(ids), pa.float64())})
+    table, unknown = score_predictions(store, predictions)
+    assert unknown == []
+    model = table[(table["group_kind"] == "test near-copies") & (table["method"] == "model")]
+    # test/000000 (matmul: train/000005) and test/000001 (softmax: train/000004) have one; test/000002 has none
+    assert dict(zip(model["group"], model["rows"], strict=True)) == {"test, with a near-copy in train": 2,
+                                                                    "test, without a near-copy in train": 1}
