@@ -21,7 +21,7 @@ from datasketch import LeanMinHash, MinHashLSH
 from queries.neardup.shingles import NUM_PERM, SEED
 
 THRESHOLD = 0.7  # BigCode's near-deduplication setting
-BANDS_AT_ONCE = 5
+BANDS_AT_ONCE = 3
 FULL_BUCKET = 64
 ANCHORS = 16
 
@@ -40,14 +40,13 @@ def components(signatures: np.ndarray, threshold: float = THRESHOLD,
     n = len(signatures)
     parent = np.arange(n, dtype=np.int64)
     bands, rows = lsh_params(threshold)
-    for first in range(0, bands, BANDS_AT_ONCE):
-        group = min(BANDS_AT_ONCE, bands - first)
-        shift = first * rows  # this group's bands, moved to the front where the index reads them
-        lsh = MinHashLSH(num_perm=NUM_PERM, params=(group, rows))
+    done = 0
+    for group in band_groups(bands):
+        values = signatures[:, done * rows : (done + group) * rows]  # this group's bands: an index of their own
+        lsh = MinHashLSH(num_perm=group * rows, params=(group, rows))
         with lsh.insertion_session() as session:
             for i in range(n):
-                values = np.roll(signatures[i], -shift)
-                session.insert(i, LeanMinHash(seed=SEED, hashvalues=values, scheme="affine32"),
+                session.insert(i, LeanMinHash(seed=SEED, hashvalues=values[i], scheme="affine32"),
                                check_duplication=False)
         for table in lsh.hashtables:
             for key in table.keys():
@@ -55,14 +54,23 @@ def components(signatures: np.ndarray, threshold: float = THRESHOLD,
                 if len(members) > 1:
                     _join(parent, signatures, np.fromiter(members, np.int64, len(members)), threshold, links)
         del lsh
+        done += group
         if progress:
-            progress(first + group, bands)
-    return np.array([_find(parent, i) for i in range(n)], dtype=np.int64)
+            progress(done, bands)
+    return _roots(parent, np.arange(n))
+
+
+def band_groups(bands: int) -> list[int]:
+    """`bands` split into groups of at most BANDS_AT_ONCE, as even as can be (datasketch wants 2 or more each)."""
+    count = -(-bands // BANDS_AT_ONCE)
+    return [bands // count + (i < bands % count) for i in range(count)]
 
 
 def _join(parent: np.ndarray, signatures: np.ndarray, members: np.ndarray, threshold: float,
           links: set[tuple[int, int]] | None) -> None:
     members.sort()
+    if links is None and (_roots(parent, members) == _roots(parent, members[:1])).all():
+        return  # joined already, through earlier bands
     anchors = members[:ANCHORS] if len(members) > FULL_BUCKET else members
     same = (signatures[members][:, None, :] == signatures[anchors][None, :, :]).mean(axis=2) >= threshold
     for i, j in zip(*np.nonzero(same), strict=True):
@@ -71,6 +79,15 @@ def _join(parent: np.ndarray, signatures: np.ndarray, members: np.ndarray, thres
         a, b = _find(parent, int(members[i])), _find(parent, int(anchors[j]))
         if a != b:
             parent[max(a, b)] = min(a, b)
+
+
+def _roots(parent: np.ndarray, members: np.ndarray) -> np.ndarray:
+    """The roots of `members` (their paths shortened on the way)."""
+    roots = parent[members]
+    while ((above := parent[roots]) != roots).any():
+        roots = above
+    parent[members] = roots
+    return roots
 
 
 def _find(parent: np.ndarray, i: int) -> int:
