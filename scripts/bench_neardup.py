@@ -16,6 +16,7 @@ Markdown table with the date and the command.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from collections import defaultdict
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+import queries.neardup.shingles as shingles_module
 from queries.neardup.clusters import components
 from queries.neardup.shingles import shingles, signature, tokens
 from queries.store import LOCATION_COLUMNS, Store
@@ -34,7 +36,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("store", type=Path)
     parser.add_argument("--thresholds", default="0.5,0.7,0.85")
+    parser.add_argument("--keep-names", action="store_true",
+                        help="measure the alternative shingles.py rejects: local names not normalised")
     args = parser.parse_args()
+    if args.keep_names:
+        shingles_module._NAME = re.compile(r"(?!x)x")  # matches nothing: every name stays itself
     store = Store(args.store)
     index = store.read_index(["id", "problem_key", "ref_chars", *LOCATION_COLUMNS])
     ref_chars = dict(zip(index["id"].to_pylist(), index["ref_chars"].to_pylist(), strict=True))
@@ -53,7 +59,8 @@ def main() -> None:
             sa, sb = sets[ids[a]], sets[ids[b]]
             similarity[a, b] = len(sa & sb) / len(sa | sb)
     print(f"date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; store {args.store}: {len(ids):,} rows with a candidate, "
-          f"{len(by_problem):,} problems, {len(similarity):,} pairs within problems")
+          f"{len(by_problem):,} problems, {len(similarity):,} pairs within problems"
+          + ("; local names NOT normalised" if args.keep_names else ""))
     print(f"command: python {' '.join(sys.argv)}\n")
     print("| threshold | truth pairs | pairs in one cluster | recall | linked pairs | precision (linked) | precision "
           "(in one cluster) | in one cluster, ≥ t − 0.1 | clusters | rows in clusters | pairs across problems | seconds |\n"
@@ -71,7 +78,7 @@ def main() -> None:
         across = sum(int(s) * (int(s) - 1) // 2 for s in sizes) - len(found)
         hit = len(truth & found)
         print(f"| {threshold:g} | {len(truth):,} | {len(found):,} | {hit / max(len(truth), 1):.1%} | {len(linked):,} | "
-              f"{len(linked & truth) / max(len(linked), 1):.1%} | {hit / max(len(found), 1):.1%} | {near / max(len(found), 1):.1%} | {int((sizes > 1).sum()):,} | "
+              f"{len(linked & truth) / max(len(linked), 1):.2%} | {hit / max(len(found), 1):.1%} | {near / max(len(found), 1):.1%} | {int((sizes > 1).sum()):,} | "
               f"{int(sizes[sizes > 1].sum()):,} | {across:,} | {seconds:.1f} |")
 
 
