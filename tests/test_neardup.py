@@ -157,3 +157,12 @@ def test_scoring_splits_test_rows_by_a_near_copy_in_train(store):
     # test/000000 (matmul: train/000005) and test/000001 (softmax: train/000004) have one; test/000002 has none
     assert dict(zip(model["group"], model["rows"], strict=True)) == {"test, with a near-copy in train": 2,
                                                                     "test, without a near-copy in train": 1}
+
+
+def test_distinct_candidates_are_numbered_by_their_first_row_whatever_order_workers_answer_in():
+    from queries.neardup.command import _in_row_order
+
+    digest_of = np.array([2, -1, 0, 2, 1])  # the workers met distinct 2 first, at row 0
+    signatures = np.array([[10], [11], [12]], np.uint32)
+    got_digest_of, got_signatures = _in_row_order(digest_of.copy(), signatures)
+    assert got_digest_of.tolist() == [0, -1, 1, 0, 2] and got_signatures.ravel().tolist() == [12, 10, 11]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import time
 from collections import defaultdict
-from concurrent.futures import as_completed
+from concurrent.futures import FIRST_COMPLETED, as_completed, wait
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +31,7 @@ from queries.store import INDEX_FILE, Store, StoreError, code_path, replace_file
 COLUMN = "near_dup_cluster"
 TASK_ROWS = 2048
 PARALLEL_MIN_ROWS = 5000  # below this, starting worker processes costs more than it saves
+IN_FLIGHT_PER_WORKER = 3
 
 
 class NearDupError(TlxError, RuntimeError):
@@ -97,8 +98,14 @@ def _signatures(store: Path, index: pa.Table, workers: int, meter) -> tuple[np.n
         pool = process_pool(workers)
         finished = False
         try:
-            futures = [pool.submit(signatures_of, *task) for task in tasks]
-            for future in as_completed(futures):
+            pending: set = set()
+            for task in tasks:  # a few tasks in flight: results are taken (and dropped) as they come
+                pending.add(pool.submit(signatures_of, *task))
+                if len(pending) >= IN_FLIGHT_PER_WORKER * workers:
+                    ready, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in ready:
+                        take(future.result())
+            for future in as_completed(pending):
                 take(future.result())
             finished = True
         finally:  # interrupted or failed: the workers are stopped, their work dropped
@@ -106,7 +113,20 @@ def _signatures(store: Path, index: pa.Table, workers: int, meter) -> tuple[np.n
     else:
         for task in tasks:
             take(signatures_of(*task))
-    return digest_of, signatures[: len(distinct)]
+    return _in_row_order(digest_of, signatures[: len(distinct)])
+
+
+def _in_row_order(digest_of: np.ndarray, signatures: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct candidates renumbered by their first row, whatever order the workers answered in, so the
+    clustering (its buckets' anchors) is the same on every run."""
+    named = digest_of >= 0
+    first = np.full(len(signatures), len(digest_of), np.int64)
+    np.minimum.at(first, digest_of[named], np.flatnonzero(named))
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    digest_of[named] = rank[digest_of[named]]
+    return digest_of, signatures[order]
 
 
 def _tasks(store: Path, index: pa.Table) -> list[tuple[str, list[int], dict[str, int]]]:
