@@ -166,3 +166,18 @@ def test_distinct_candidates_are_numbered_by_their_first_row_whatever_order_work
     signatures = np.array([[10], [11], [12]], np.uint32)
     got_digest_of, got_signatures = _in_row_order(digest_of.copy(), signatures)
     assert got_digest_of.tolist() == [0, -1, 1, 0, 2] and got_signatures.ravel().tolist() == [12, 10, 11]
+
+
+def test_a_failure_midway_leaves_the_store_as_it_was(store, monkeypatch):
+    import queries.neardup.command as command
+    from queries.neardup.command import NearDupError
+
+    before = ((store / INDEX_FILE).read_bytes(), (store / "meta.json").read_bytes())
+
+    def broken(*args):
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(command, "signatures_of", broken)
+    with pytest.raises(NearDupError, match="disk gone"):
+        near_dups(store, workers=1, progress=False)
+    assert ((store / INDEX_FILE).read_bytes(), (store / "meta.json").read_bytes()) == before
