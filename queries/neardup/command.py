@@ -24,6 +24,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from common.errors import TlxError
+from queries.ingest.processes import process_pool, stop_pool
+from queries.ingest.progress import Progress, say
+from queries.ingest.signals import sigterm_interrupts
 from queries.neardup.clusters import THRESHOLD, components
 from queries.neardup.shingles import NGRAM, NUM_PERM, signature
 from queries.store import INDEX_FILE, Store, StoreError, code_path, replace_file, write_meta
@@ -38,11 +41,10 @@ class NearDupError(TlxError, RuntimeError):
     """The clustering could not finish; the store stays as it was."""
 
 
+@sigterm_interrupts
 def near_dups(store: str | Path, *, workers: int | None = None, progress: bool = True,
               threshold: float = THRESHOLD) -> dict:
     """Cluster `store`'s candidate parts; returns (and records in meta.json) the summary."""
-    from queries.ingest.progress import Progress, say  # ingest's pipeline imports this module
-
     started = time.monotonic()
     store = Path(store).expanduser().resolve()
     build_id = Store(store).meta.get("build_id")
@@ -72,11 +74,9 @@ def near_dups(store: str | Path, *, workers: int | None = None, progress: bool =
     return result
 
 
-def _signatures(store: Path, index: pa.Table, workers: int, meter) -> tuple[np.ndarray, np.ndarray]:
+def _signatures(store: Path, index: pa.Table, workers: int, meter: Progress) -> tuple[np.ndarray, np.ndarray]:
     """(per row in index order: its distinct candidate's number, -1 for a candidate without tokens; the
     distinct candidates' signatures)."""
-    from queries.ingest.processes import process_pool, stop_pool
-
     position = {row_id: i for i, row_id in enumerate(index["id"].to_pylist())}
     digest_of = np.full(index.num_rows, -1, np.int64)
     signatures = np.empty((index.num_rows, NUM_PERM), np.uint32)  # pages are touched only for distinct ones
