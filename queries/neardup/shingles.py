@@ -24,13 +24,11 @@ from datasketch import MinHash
 NGRAM = 5
 NUM_PERM = 256
 SEED = 1  # datasketch's permutations: every process must draw the same ones
+# a string's prefix letters (f, rb, ...) are left outside it: a name token like any other
 _STRING_OR_COMMENT = re.compile(
-    r"""(?:[rRbBuUfF]{1,2})?(?:'''[\s\S]*?'''|\"\"\"[\s\S]*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*")"""
-    r"|(\#[^\n]*)"
+    r"""'''[\s\S]*?'''|\"\"\"[\s\S]*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"|(\#[^\n]*)"""
 )
-_KEYWORDS = "|".join(sorted(keyword.kwlist, key=len, reverse=True))
-# a name: not right after a word character (inside a number such as 1e5) or a dot (an attribute), not a keyword
-_NAME = re.compile(rf"(?<![\w.])(?!(?:{_KEYWORDS})\b)[^\W\d]\w*")
+_KEEP = frozenset(keyword.kwlist)
 _TOKEN = re.compile(r"\w+|\S")
 _MIX = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
                  0xFF51AFD7ED558CCD], dtype=np.uint64)  # one odd multiplier per position of a 5-gram
@@ -40,8 +38,10 @@ _TEMPLATE = MinHash(num_perm=NUM_PERM, seed=SEED, hashfunc=int)
 
 def tokens(candidate: str) -> list[str]:
     """The normalised tokens of a candidate part (see the module docstring)."""
-    text = _STRING_OR_COMMENT.sub(lambda m: "" if m.group(1) else ' " ', candidate)
-    return _TOKEN.findall(_NAME.sub("N", text))
+    toks = _TOKEN.findall(_STRING_OR_COMMENT.sub(lambda m: "" if m.group(1) else ' " ', candidate))
+    # a name: starts with a letter or _, is not a keyword, and does not follow a dot (an attribute)
+    return ["N" if (t[0].isalpha() or t[0] == "_") and t not in _KEEP and before != "." else t
+            for before, t in zip(["", *toks], toks, strict=False)]
 
 
 def shingles(toks: list[str]) -> set[str]:
