@@ -27,7 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("--skip-bad-files", action="store_true",
                        help="list unreadable files as rejected instead of failing the build")
     build.add_argument("--no-syntax-check", action="store_true",
-                       help="stop once the store is usable; mark syntax errors later with check-syntax")
+                       help="stop once the store is usable; mark syntax errors later with check-syntax, "
+                            "near-copies with near-dups")
     build.add_argument("--allow-shrink", action="store_true",
                        help="replace the store even when the build indexes no row or under half its rows")
     check = commands.add_parser("check-syntax", help="mark the programs of a built store that do not compile")

@@ -56,7 +56,8 @@ def ingest(
     """Build `store` from `sources`; returns the summary (also written to meta.json).
 
     `workers`: DuckDB threads and syntax-check processes (default: all cores). `batch_rows`: rows per batch of
-    the Python reader (files DuckDB cannot read). `syntax_check=False` stops after stage 1. A build that indexes
+    the Python reader (files DuckDB cannot read). `syntax_check=False` stops after stage 1 (no syntax check, no
+    near-duplicate clusters). A build that indexes
     no row, or fewer than `SHRINK_LIMIT` of the rows of the store it would replace, is refused (the store stays)
     unless `allow_shrink`.
     """
