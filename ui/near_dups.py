@@ -16,7 +16,8 @@ from ui import links, widgets
 from ui.text import md, md_code
 
 HOW = ("Near-copies: candidate parts whose token 5-grams (comments, whitespace and local names aside) are ≥ 70% "
-       "alike by MinHash + LSH, chained into clusters (`python -m queries near-dups`).")
+       "alike (Jaccard, by MinHash + LSH; `--threshold` changes it), chained into clusters "
+       "(`python -m queries near-dups`).")
 NOT_RUN = "This store has no near-duplicate clusters yet: `python -m queries near-dups --store {store}` finds them."
 
 
