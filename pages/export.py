@@ -8,7 +8,7 @@ import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from queries.export import ExportError
 from queries.filters import STATUSES, Filters
-from ui import board, context, data, flags, links, widgets
+from ui import board, context, data, flags, links, near_dups, widgets
 from ui.text import md
 
 info = context.current_store()
@@ -52,3 +52,5 @@ links.copy_link("export", split=split, holdout=holdout, status=status, problem=p
                 fastest="1" if fastest else None, fmt=fmt if fmt != "parquet" else None,
                 with_no_triton="1" if candidates and candidates.with_no_triton else None,
                 with_flagged="1" if candidates and candidates.with_flagged else None)
+
+near_dups.train_export(store, list(data.holdout_groups(info)))

@@ -7,7 +7,7 @@ import streamlit as st
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
 from queries.filters import Filters
-from ui import board, charts, compare, context, flags, links, widgets
+from ui import board, charts, compare, context, flags, links, near_dups, widgets
 from ui.labels import error_name
 from ui.text import md, md_code
 
@@ -95,9 +95,12 @@ st.caption("Ranked by the dataset's label; identical candidates are folded into 
            "the same run, as KernelBench reports it) for rows that were re-run, **verified** is that re-run's "
            "verdict and **Triton share** the part of its GPU time spent in Triton kernels; **speedup vs median** "
            "compares labels within the problem. " + board.RANKED_HELP)
-table = api.fastest(store, problem_key, k=50, f=f, c=candidates)
+fold_near = near_dups.fold_toggle(store, key="leaderboard_fold_near")
+table = api.fastest(store, problem_key, k=50, f=f, c=candidates, fold_near=fold_near)
 board.leaderboard(table, cfg.label_unit, key="leaderboard")
 compare.compare_picker(table["id"].to_pylist(), key="leaderboard_compare")
+near_dups.problem_clusters(store, problem_key, cfg.label_unit, key="problem_clusters")
 links.copy_link("problem", problem=problem_key, split=split, view=None if kind == "histogram" else kind, flag=flag,
+                fold="near" if fold_near else None,
                 with_no_triton="1" if candidates.with_no_triton else None,
                 with_flagged="1" if candidates.with_flagged else None)

@@ -8,7 +8,7 @@ import streamlit as st
 
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
-from ui import code, context, flags, links, rerun, triage, verdict, widgets
+from ui import code, context, flags, links, near_dups, rerun, triage, verdict, widgets
 from ui.labels import error_name, flags_text
 from ui.text import md, md_code
 
@@ -67,6 +67,8 @@ else:
 if not history.empty:
     with st.expander(f"Run history ({len(history)})", expanded=len(history) > 1):
         verdict.show_history(history)
+
+near_dups.row_near_copies(store, row_id, meta.get("near_dup_cluster"), cfg.label_unit, key="row_near_copies")
 
 st.subheader("CPU triage")
 triage.show_triage(detail.latest_triage)

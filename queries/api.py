@@ -16,8 +16,10 @@ from queries.console.statements import ConsoleError, console
 from queries.db import QueryTimeout, connect
 from queries.detail import RowDetail, row
 from queries.export import ExportError, export
+from queries.export_train import TrainExport, TrainExportError, train_export
 from queries.filters import HONEST, NO_FILTERS, Candidates, Filters
 from queries.measured import runs, runs_by_problem, runs_reproducibility, runs_static_vs_measured
+from queries.neardup.views import clustered, near_copies, problem_clusters
 from queries.runner_match import mismatched_rows, store_build_id
 from queries.search.engine import SearchError, SearchResult, search_code
 from queries.search.facts import SearchHits, search_hits
@@ -28,7 +30,8 @@ __all__ = [
     "RowDetail", "SearchError", "SearchResult", "StoreError", "console", "export", "failure_examples", "failures",
     "fastest", "mismatched_rows", "overlap", "overlap_summary",
     "overview", "problem_latencies", "problem_summary", "problems", "row", "runs", "runs_by_problem",
-    "runs_reproducibility", "runs_static_vs_measured", "search_code", "search_hits", "store_build_id", "SearchHits", "selected_rows", "unmeasured_failures",
+    "runs_reproducibility", "runs_static_vs_measured", "search_code", "clustered", "near_copies", "problem_clusters",
+    "TrainExport", "TrainExportError", "train_export", "search_hits", "store_build_id", "SearchHits", "selected_rows", "unmeasured_failures",
 ]
 
 PROBLEM_SORTS = (
@@ -106,11 +109,12 @@ def problem_latencies(store: Path | str, problem_key: str, f: Filters = NO_FILTE
 
 
 def fastest(store: Path | str, problem_key: str, k: int = 20, f: Filters = NO_FILTERS,
-            c: Candidates = HONEST) -> pa.Table:
+            c: Candidates = HONEST, fold_near: bool = False) -> pa.Table:
     """The problem's leaderboard (`sql/fastest.sql`) over the candidates `c` passes (by default Triton kernels only
     and no hack flag): copies folded, the shown row's latest re-run verdict, flags, Triton share, and speedup vs
-    the eager reference timed in that run (`ref_median_ms`, `run_id`)."""
-    params = {**_one_problem(problem_key, f), "k": max(int(k), 0), **c.params()}
+    the eager reference timed in that run (`ref_median_ms`, `run_id`). `fold_near`: near-copies (one
+    near-duplicate cluster) fold too."""
+    params = {**_one_problem(problem_key, f), "k": max(int(k), 0), **c.params(), "fold_near": fold_near}
     return connect(store).execute("fastest", params, memo=True)
 
 

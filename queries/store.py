@@ -34,7 +34,7 @@ SEARCH_META = "index.json"
 SEARCH_INDEX_VERSION = 2  # of the files under SEARCH_DIR; another version (1: trigrams) is not read
 LOCATION_COLUMNS = ("code_shard", "code_rg")  # where a row's text is: code part, row group within it
 # columns a store of this schema version may lack (built before them): readers treat them as "not checked"
-OPTIONAL_COLUMNS = ("static_flags",)
+OPTIONAL_COLUMNS = ("static_flags", "near_dup_cluster")
 READ_THREADS = 2  # row groups read at once by `Store.programs`
 READ_AHEAD = 8  # row groups read ahead of the caller by `Store.programs` (bounds memory)
 
@@ -47,6 +47,7 @@ INDEX_SCHEMA = pa.schema([
     ("kernel_names", pa.list_(pa.string())), ("autotuned", pa.bool_()), ("candidate_key", pa.string()),
     ("n_chars", pa.int64()), ("ref_chars", pa.int64()), ("cand_chars", pa.int64()),
     ("program_sha256", pa.string()), ("code_shard", pa.int32()), ("code_rg", pa.int32()),
+    ("near_dup_cluster", pa.string()),  # queries/neardup/command.py; null until it runs, or no near-copy
 ])
 CODE_SCHEMA = pa.schema([("id", pa.string()), ("x", pa.string())])
 
@@ -88,6 +89,7 @@ class StoreMeta:
     reject_reasons: dict[str, int] = field(default_factory=dict)
     sample: bool = False
     syntax_check: dict | None = None  # {"done": bool, ...}; None in stores whose ingest parsed every program at once
+    near_dups: dict | None = None  # {"done": bool, "clusters", ...} (queries/neardup/); None: never computed
     rest: dict = field(default_factory=dict)
 
     @classmethod

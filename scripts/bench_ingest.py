@@ -9,7 +9,7 @@ grow when other work shares the cores; wall seconds do, so the load average at t
 `copy` (DuckDB reads `x` and writes it back as zstd Parquet, nothing else: the least any ingest that keeps the
 programs in its own store can cost), `read` (the Python streaming reader ingest falls back to, no parsing,
 no writing), `ingest` (stage 1, `python -m queries ingest --no-syntax-check`: the time to a usable store) and
-`syntax` (stage 2, `python -m queries check-syntax`). Prints a Markdown table with the machine, the date and the command.
+`syntax` (stage 2, `python -m queries check-syntax`), `neardup` (`python -m queries near-dups`, the clusters). Prints a Markdown table with the machine, the date and the command.
 """
 
 from __future__ import annotations
@@ -122,7 +122,8 @@ def main() -> None:
     parser.add_argument("--store", type=Path, default=REPO / ".bench" / "bench-store")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--steps", default="floor,read,ingest,syntax",
-                        help="comma-separated subset of floor,copy,read,ingest,syntax (syntax needs ingest or --keep)")
+                        help="comma-separated subset of floor,copy,read,ingest,syntax,neardup (syntax and neardup "
+                             "need ingest or --keep)")
     parser.add_argument("--keep", action="store_true", help="keep the built store (for scripts/bench_queries.py)")
     args = parser.parse_args()
     files = sorted(str(p) for p in args.corpus.glob("*.parquet"))
@@ -137,7 +138,9 @@ def main() -> None:
              "copy": [("copy x to zstd Parquet (no fields)", [py, "-c", COPY_ONLY, *files])],
              "read": [("read only", [py, "-c", READ_ONLY, *files])],
              "ingest": [("ingest stage 1: usable store", stage1 + workers)],
-             "syntax": [("ingest stage 2: syntax check", stage2 + workers)]}
+             "syntax": [("ingest stage 2: syntax check", stage2 + workers)],
+             "neardup": [("near-duplicate clusters", [py, "-m", "queries", "near-dups", "--store", str(args.store),
+                                                      "--quiet", *workers])]}
     wanted = ["floor", *(s for s in args.steps.split(",") if s != "floor")]  # the floor is the yardstick
     load_before = os.getloadavg()[0]
     results = [_run(label, argv) for name in wanted for label, argv in steps[name]]

@@ -7,8 +7,9 @@ was, and so does a build that would index no row or far fewer than the store it 
 `allow_shrink`); a later build removes the folders that killed builds left. Every row read is either indexed or rejected with a reason, and the rows of
 files refused with `skip_bad_files` are counted as unread; the summary (printed and kept in meta.json) accounts
 for all of them. The store is usable from then on. Stage 2 (`syntax_check.py`) then compiles every program to
-mark syntax errors, rewriting index.parquet and meta.json in place; skipped with `syntax_check=False`, it can run
-later (`python -m queries check-syntax`). Layout: docs/ARCHITECTURE.md, section Store.
+mark syntax errors, rewriting index.parquet and meta.json in place, and then finds near-duplicate clusters
+(`queries/neardup/`); skipped with `syntax_check=False`, they can run later (`python -m queries check-syntax`,
+`python -m queries near-dups`). Layout: docs/ARCHITECTURE.md, section Store.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def ingest(
     """Build `store` from `sources`; returns the summary (also written to meta.json).
 
     `workers`: DuckDB threads and syntax-check processes (default: all cores). `batch_rows`: rows per batch of
-    the Python reader (files DuckDB cannot read). `syntax_check=False` stops after stage 1. A build that indexes
+    the Python reader (files DuckDB cannot read). `syntax_check=False` stops after stage 1 (no syntax check, no
+    near-duplicate clusters). A build that indexes
     no row, or fewer than `SHRINK_LIMIT` of the rows of the store it would replace, is refused (the store stays)
     unless `allow_shrink`.
     """
@@ -115,7 +117,20 @@ def ingest(
             say(f"syntax check interrupted: {store} is usable, without syntax errors marked; "
                 f"`python -m queries check-syntax --store {store}` finishes it")
             raise
+        summary["near_dups"] = _near_dups(store, workers, progress)
     return summary
+
+
+def _near_dups(store: Path, workers: int, progress: bool) -> dict:
+    """Stage 2's last step: near-duplicate clusters (queries/neardup/, imported here: it imports ingest's pool)."""
+    from queries.neardup.command import near_dups
+
+    try:
+        return near_dups(store, workers=workers, progress=progress)
+    except KeyboardInterrupt:
+        say(f"near-duplicate search interrupted: {store} is usable, without clusters; "
+            f"`python -m queries near-dups --store {store}` finishes it")
+        raise
 
 
 def _clear_dead_builds(store: Path) -> None:

@@ -25,7 +25,7 @@ from queries.ingest.malloc import keep_freed_memory
 
 # what the workers run; a forkserver already running (started earlier in this process) keeps what it has
 PRELOAD = ["queries.ingest.program_fields", "queries.ingest.refs", "queries.ingest.search_build",
-           "queries.ingest.program_checks"]
+           "queries.ingest.program_checks", "queries.neardup.command"]
 _PR_SET_PDEATHSIG = 1
 
 

@@ -12,7 +12,9 @@ label and then averaged over problems (each problem counts once):
 
 Each is computed the same way for baselines: `random` (uniform scores from a fixed seed, in id order),
 `program length` (shorter = predicted faster and likelier correct) and `kernels` (fewer `@triton.jit` kernels =
-predicted faster and likelier correct). Groups: every row, each split, each holdout group (test rows).
+predicted faster and likelier correct). Groups: every row, each split, each holdout group (test rows), and test's
+rows with and without a near-copy in train (a row of their near-duplicate cluster: queries/neardup/), where the
+store's clusters were computed: a model that saw a near-copy in training may score better on those alone.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import pandas as pd
 import pyarrow as pa
 
 from queries.db import connect
+from queries.neardup.views import clustered
 
 SEED = 0
 METHODS = ("model", "random", "program length", "kernels")
@@ -161,6 +164,10 @@ def metrics(frame: pd.DataFrame) -> pd.DataFrame:
     groups += [("split", split, part) for split, part in frame.groupby("split", sort=True)]
     test = frame[frame["split"] == "test"]
     groups += [("holdout group", group, part) for group, part in test.groupby("holdout_group", sort=True)]
+    if "near_copy_in_train" in test and test["near_copy_in_train"].notna().any():
+        near = test["near_copy_in_train"].astype(bool)
+        groups += [("test near-copies", "test, with a near-copy in train", test[near]),
+                   ("test near-copies", "test, without a near-copy in train", test[~near])]
     out = []
     for kind, name, part in groups:
         labelled = part[part["ok"]]
@@ -178,7 +185,7 @@ def metrics(frame: pd.DataFrame) -> pd.DataFrame:
 def score_predictions(store: Path | str, predictions: pa.Table) -> tuple[pd.DataFrame, list[str]]:
     """Metrics of `predictions` (`queries.scoring.predictions.SCHEMA`) on `store`, and the ids the store does not hold."""
     db = connect(store)
-    joined = db.execute("score_rows", tables={"predictions": predictions}).to_pandas()
+    joined = db.execute("score_rows", {"clustered": clustered(store)}, tables={"predictions": predictions}).to_pandas()
     unknown = db.execute("score_unknown_ids", tables={"predictions": predictions}).column("id").to_pylist()
     if joined.empty:
         return pd.DataFrame(columns=["group_kind", "group", "method", "rows", "labelled_rows", "problems",

@@ -1,0 +1,183 @@
+"""Near-duplicate clusters (queries/neardup/) and the leakage-free training export (queries/export_train.py),
+with constructed near-copies (renamed, re-commented, a constant changed) and programs that do something else."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from queries.neardup.clusters import components
+from queries.neardup.command import COLUMN, near_dups
+from queries.neardup.shingles import jaccard, signature, tokens
+from queries.store import INDEX_FILE, Store
+from tests.neardup_programs import BASE, DISTINCT, NEAR_COPIES, TEST, TRAIN, build_neardup_store, renamed
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return build_neardup_store(tmp_path_factory.mktemp("neardup"))
+
+
+def clusters_of(store) -> dict[str, str | None]:
+    t = Store(store).read_index(["id", COLUMN])
+    return dict(zip(t["id"].to_pylist(), t[COLUMN].to_pylist(), strict=True))
+
+
+def test_tokens_drop_comments_and_strings_normalise_names_and_keep_attributes_and_numbers():
+    toks = tokens('x_ptr = tl.load(a + 1)  # load\ns = "text"\n\n\nfor i in range(4):  pass\n')
+    assert toks == ["N", "=", "N", ".", "load", "(", "N", "+", "1", ")", "N", "=", '"', "for", "N", "in", "N",
+                    "(", "4", ")", ":", "pass"]
+    assert tokens("y = 1e5\n") == ["N", "=", "1e5"]  # the exponent is no name
+
+
+@pytest.mark.parametrize("kind", sorted(NEAR_COPIES))
+def test_each_near_copy_is_alike_and_distinct_programs_are_not(kind):
+    assert jaccard(BASE, NEAR_COPIES[kind]()) >= 0.9
+    for other in DISTINCT.values():
+        assert jaccard(BASE, other) < 0.5
+
+
+def test_near_copies_share_one_cluster_and_distinct_programs_stay_alone():
+    texts = [BASE, *(make() for make in NEAR_COPIES.values()), *DISTINCT.values()]
+    component = components(np.stack([signature(t)[1] for t in texts]))
+    copies = 1 + len(NEAR_COPIES)
+    assert set(component[:copies]) == {0}
+    assert len(set(component[copies:])) == len(DISTINCT) and 0 not in set(component[copies:])
+
+
+def test_a_program_without_tokens_has_no_signature():
+    assert signature("# only a comment\n")[1] is None
+
+
+def test_the_command_writes_a_cluster_per_row_named_by_its_first_row(store):
+    got = clusters_of(store)
+    assert [got[f"train/00000{i}"] for i in range(4)] == ["train/000000"] * 4
+    assert got["train/000004"] == got["test/000001"] == "test/000001"  # a near-copy across problems
+    assert got["train/000005"] == got["test/000000"] == "test/000000"
+    assert got["train/000006"] is None and got["test/000002"] is None  # no near-copy: null
+    meta = Store(store).meta.near_dups
+    assert meta["done"] and meta["clusters"] == 3 and meta["rows_in_clusters"] == 8 and meta["threshold"] == 0.7
+
+
+def test_running_it_again_gives_the_same_clusters(store, tmp_path):
+    before = clusters_of(store)
+    result = near_dups(store, workers=1, progress=False)
+    assert clusters_of(store) == before and result["rows"] == len(TRAIN) + len(TEST)
+
+
+def test_a_store_built_before_the_column_reads_it_as_null_and_still_connects(store, tmp_path):
+    import shutil
+
+    from queries.db import connect
+
+    old = tmp_path / "old"
+    shutil.copytree(store, old)
+    index = pq.read_table(old / INDEX_FILE)
+    pq.write_table(index.drop_columns([COLUMN]), old / INDEX_FILE)
+    meta = json.loads((old / "meta.json").read_text())
+    meta.pop("near_dups")
+    (old / "meta.json").write_text(json.dumps(meta))
+    assert Store(old).read_index([COLUMN])[COLUMN].null_count == index.num_rows
+    got = connect(old).run("SELECT count(*) AS n, count(near_dup_cluster) AS named FROM programs").to_pylist()
+    assert got == [{"n": index.num_rows, "named": 0}]
+    from queries.export_train import TrainExportError, train_export
+
+    with pytest.raises(TrainExportError, match="near-dups"):
+        train_export(old)
+
+
+def reasons(export) -> dict[str, str]:
+    return dict(zip(export.removed["id"].to_pylist(), export.removed["removed_reason"].to_pylist(), strict=True))
+
+
+def test_export_train_leaves_out_test_problems_kernelbench_names_near_copies_and_folds_clusters(store):
+    from queries.export_train import train_export
+
+    export = train_export(store)
+    assert export.rows["id"].to_pylist() == ["train/000001"]  # the fastest correct of its cluster
+    assert reasons(export) == {"train/000000": "near_copy_folded", "train/000002": "near_copy_folded",
+                               "train/000003": "near_copy_folded", "train/000004": "near_copy_of_test",
+                               "train/000005": "test_problem_key", "train/000006": "test_kernelbench_name"}
+    assert export.report["removed"] == {"test_problem_key": 1, "test_kernelbench_name": 1, "near_copy_of_test": 1,
+                                        "near_copy_folded": 3}
+    assert export.report["kept"] == 1 and export.report["train_rows"] == len(TRAIN)
+
+
+def test_export_train_all_members_and_one_holdout_group(store):
+    from queries.export_train import train_export
+
+    export = train_export(store, ["half_holdout"], representative=False)
+    assert reasons(export) == {"train/000005": "test_problem_key"}
+    assert export.report["holdout_groups"] == ["half_holdout"] and export.report["members"] == "all"
+
+
+def test_export_train_refuses_an_unknown_holdout_group(store):
+    from queries.export_train import TrainExportError, train_export
+
+    with pytest.raises(TrainExportError, match="unknown holdout group nope"):
+        train_export(store, ["nope"])
+
+
+def test_export_train_command_writes_rows_with_code_the_removed_rows_and_the_report(store, tmp_path, capsys):
+    from queries.__main__ import main
+
+    out = tmp_path / "train.parquet"
+    assert main(["export-train", "--store", str(store), "--out", str(out)]) == 0
+    rows = pq.read_table(out)
+    assert rows["id"].to_pylist() == ["train/000001"] and rows["x"][0].as_py().endswith(renamed())
+    assert "code_shard" not in rows.column_names and "problem_key" in rows.column_names
+    removed = pq.read_table(tmp_path / "train.removed.parquet")
+    assert removed.num_rows == 6 and "removed_reason" in removed.column_names
+    report = json.loads((tmp_path / "train.report.json").read_text())
+    assert report["removed"]["near_copy_of_test"] == 1
+    assert "near_copy_folded: 3" in capsys.readouterr().err
+
+
+def test_near_dups_command_line(store, capsys):
+    from queries.__main__ import main
+
+    assert main(["near-dups", "--store", str(store), "--quiet", "--workers", "1"]) == 0
+    assert main(["near-dups", "--store", str(store), "--threshold", "1.5"]) == 2
+    assert "not in (0, 1]" in capsys.readouterr().err
+
+
+def test_scoring_splits_test_rows_by_a_near_copy_in_train(store):
+    from queries.scoring.metrics import score_predictions
+
+    ids = [f"train/00000{i}" for i in range(len(TRAIN))] + [f"test/00000{i}" for i in range(len(TEST))]
+    predictions = pa.table({"id": ids, "score": [float(i) for i in range(len(ids))],
+                            "p_correct": pa.nulls(len(ids), pa.float64())})
+    table, unknown = score_predictions(store, predictions)
+    assert unknown == []
+    model = table[(table["group_kind"] == "test near-copies") & (table["method"] == "model")]
+    # test/000000 (matmul: train/000005) and test/000001 (softmax: train/000004) have one; test/000002 has none
+    assert dict(zip(model["group"], model["rows"], strict=True)) == {"test, with a near-copy in train": 2,
+                                                                    "test, without a near-copy in train": 1}
+
+
+def test_distinct_candidates_are_numbered_by_their_first_row_whatever_order_workers_answer_in():
+    from queries.neardup.command import _in_row_order
+
+    digest_of = np.array([2, -1, 0, 2, 1])  # the workers met distinct 2 first, at row 0
+    signatures = np.array([[10], [11], [12]], np.uint32)
+    got_digest_of, got_signatures = _in_row_order(digest_of.copy(), signatures)
+    assert got_digest_of.tolist() == [0, -1, 1, 0, 2] and got_signatures.ravel().tolist() == [12, 10, 11]
+
+
+def test_a_failure_midway_leaves_the_store_as_it_was(store, monkeypatch):
+    import queries.neardup.command as command
+    from queries.neardup.command import NearDupError
+
+    before = ((store / INDEX_FILE).read_bytes(), (store / "meta.json").read_bytes())
+
+    def broken(*args):
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(command, "signatures_of", broken)
+    with pytest.raises(NearDupError, match="disk gone"):
+        near_dups(store, workers=1, progress=False)
+    assert ((store / INDEX_FILE).read_bytes(), (store / "meta.json").read_bytes()) == before
