@@ -9,7 +9,7 @@ import functools
 
 import streamlit as st
 
-from ui import context, links, widgets
+from ui import context, links, style, widgets
 from ui.text import md_code
 
 st.set_page_config(page_title="Triton GPU Latency Explorer", page_icon=":material/speed:", layout="wide")
@@ -37,6 +37,7 @@ def _store_problem(error: str) -> None:
 def main() -> None:
     from queries.store import StoreError
 
+    style.inject()
     cfg = context.settings()
     try:
         info = context.current_store(cfg)

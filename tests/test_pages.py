@@ -235,7 +235,7 @@ def test_runs_page_shows_measured_results(env, fixture_store, tmp_path):
     agreement = next(d.value for d in at.dataframe if "agreement" in d.value.columns)
     assert agreement["rows"].sum() == 2 and agreement["label_ok_measured_ok"].sum() == 1
     frames = [d.value for d in at.dataframe]
-    assert any("syntax error" in set(df.get("measured", [])) for df in frames)  # its label (common/checks.py)
+    assert any("syntax_error" in set(df.get("measured", [])) for df in frames)  # snake_case like the other causes
     assert any(list(df.get("runs", [])) == [2] for df in frames)
 
 

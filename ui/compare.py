@@ -37,23 +37,23 @@ def facts(detail, run: dict | None, unit: str) -> dict[str, str]:
     """What a reader compares about one candidate, as text (both columns of the table share the names)."""
     meta = detail.meta
     run = run or {}
-    return {
+    return {  # the times first: what a comparison is for
         "row": str(meta.get("id")),
-        "problem": str(meta.get("title") or meta.get("problem_key")),
         f"label ({unit})": _num(meta.get("y"), ".4g"),
-        "kernels": str(meta.get("n_kernels", len(detail.parsed.kernels))),
-        "kernel names": ", ".join(k.name for k in detail.parsed.kernels) or "—",
-        "autotuned": "yes" if meta.get("autotuned") else "no",
-        "candidate (chars)": _num(meta.get("cand_chars"), ",d"),
-        "static finding": error_name(meta.get("static_error")),
         "latest verdict": verdict_text(run or None),
-        "profile": str(run.get("profile") or "—"),
         "GPU / device": str(run.get("gpu") or run.get("device") or "—"),
         "ModelNew median": _num(run.get("median_ms"), ".4g", " ms"),
         "ModelNew spread": verdict.spread(run) or "—",
         "Model (eager) median": _num(run.get("ref_median_ms"), ".4g", " ms"),
         "speedup vs reference": _num(run.get("speedup"), ".3g", "×"),
+        "profile": str(run.get("profile") or "—"),
         "finished": str(run.get("finished_at") or "—"),
+        "problem": str(meta.get("title") or meta.get("problem_key")),
+        "kernels": str(meta.get("n_kernels", len(detail.parsed.kernels))),
+        "kernel names": ", ".join(k.name for k in detail.parsed.kernels) or "—",
+        "autotuned": "yes" if meta.get("autotuned") else "no",
+        "candidate (chars)": _num(meta.get("cand_chars"), ",d"),
+        "static finding": error_name(meta.get("static_error")),
     }
 
 

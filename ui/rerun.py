@@ -54,10 +54,14 @@ def rerun_panel(row_id: str, cfg) -> dict | None:
     runner_state.explain(state, cfg)
     if not state.usable:
         return None
-    health = state.health
     key = _job_key(row_id)
+    job = st.session_state.get(key)
+    pending = bool(job) and job["state"] not in ("done", "cancelled")
     with st.container(border=True):
-        st.caption(runner_summary(cfg.runner_url, health))
+        if pending:  # the runner's line and the job's state, both asked for again on every poll
+            _poll(client, row_id, cfg.runner_url)
+        else:
+            st.caption(runner_summary(cfg.runner_url, state.health))
         options = profile_options(row_id)
         cols = st.columns([2, 1, 3])  # wide enough for the whole label at 1400 px
         if cols[0].button("Re-run this program", key=f"rerun::{row_id}", type="primary"):
@@ -67,17 +71,16 @@ def rerun_panel(row_id: str, cfg) -> dict | None:
                 st.error(f"Could not submit the job: {md(error)}")
                 return None
             st.session_state[key] = {"id": job["id"], "state": job.get("state", "queued"), "result": None}
-        job = st.session_state.get(key)
+            st.rerun()  # the runner's line above was drawn before this job: draw it again, polling
         if not job:
             return None
-        if job["state"] not in ("done", "cancelled"):
+        if pending:
             if cols[1].button("Cancel", key=f"cancel::{row_id}"):
                 try:
                     st.session_state[key] = client.cancel(job["id"]) | {"id": job["id"]}
                 except (RunnerError, RunnerUnavailable) as error:
                     st.error(f"Could not cancel job {md_code(job['id'])}: {md(error)}")
                 st.rerun()
-            _poll(client, row_id)
             return None
         if job.get("state") == "cancelled" and not job.get("result"):
             st.warning(f"Job {md_code(job['id'])} was cancelled.")
@@ -88,8 +91,10 @@ def rerun_panel(row_id: str, cfg) -> dict | None:
 
 
 @st.fragment(run_every=_POLL_S)
-def _poll(client, row_id: str) -> None:
-    """Ask the service for the job's state once per run; on a final state rerun the page to show the verdict."""
+def _poll(client, row_id: str, url: str) -> None:
+    """Ask the service for the job's state and its queue once per run (so the runner's line is as fresh as the
+    job's: issue 46 saw "0 queued, 0 running" above "Job … is running"); on a final state rerun the page to show
+    the verdict."""
     from runner.service.client import RunnerError, RunnerUnavailable
 
     key = _job_key(row_id)
@@ -98,12 +103,14 @@ def _poll(client, row_id: str) -> None:
         return
     try:
         latest = client.job(job["id"])
+        health = client.health()
     except (RunnerError, RunnerUnavailable) as error:
         st.warning(f"Lost contact with the runner while polling job {md_code(job['id'])}: {md(error)}")
         return
     st.session_state[key] = latest
     if latest["state"] in ("done", "cancelled"):
         st.rerun(scope="app")
+    st.caption(runner_summary(url, health))
     st.status(f"Job {md_code(latest['id'])} is {md(latest['state'])}…", state="running")
 
 

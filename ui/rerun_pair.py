@@ -44,8 +44,13 @@ def rerun_both_panel(a: str, b: str, cfg) -> dict[str, dict]:
         st.warning(OLD_RUNNER.format(url=md_code(cfg.runner_url)))
         return {}
     key = _key(a, b)
+    job = st.session_state.get(key)
+    pending = bool(job) and job["state"] not in ("done", "cancelled")
     with st.container(border=True):
-        st.caption(rerun.runner_summary(cfg.runner_url, state.health))
+        if pending:  # the runner's line and the job's state, both asked for again on every poll
+            _poll(client, key, cfg.runner_url)
+        else:
+            st.caption(rerun.runner_summary(cfg.runner_url, state.health))
         options = rerun.profile_options(f"compare::{a}::{b}")
         st.caption(NOTE)
         if st.button("Re-run both", key=f"rerun_both::{a}::{b}", type="primary"):
@@ -55,11 +60,8 @@ def rerun_both_panel(a: str, b: str, cfg) -> dict[str, dict]:
                 st.error(f"Could not submit the pair job: {md(error)}")
                 return {}
             st.session_state[key] = {"id": job["id"], "state": job.get("state", "queued"), "result": None}
-        job = st.session_state.get(key)
-        if not job:
-            return {}
-        if job["state"] not in ("done", "cancelled"):
-            _poll(client, key)
+            st.rerun()  # the runner's line above was drawn before this job: draw it again, polling
+        if not job or pending:
             return {}
         if not job.get("result"):
             st.warning(f"Pair job {md_code(job['id'])} was cancelled.")
@@ -101,8 +103,9 @@ def pair_summary(result: dict, runs: dict[str, dict]) -> str:
 
 
 @st.fragment(run_every=_POLL_S)
-def _poll(client, key: str) -> None:
-    """The pair job's state once per run, each member's own; when final, rerun the page to show the verdicts."""
+def _poll(client, key: str, url: str) -> None:
+    """The pair job's state once per run, each member's own, and the runner's queue; when final, rerun the page to
+    show the verdicts."""
     from runner.service.client import RunnerError, RunnerUnavailable
 
     job = st.session_state.get(key)
@@ -110,12 +113,14 @@ def _poll(client, key: str) -> None:
         return
     try:
         latest = client.job(job["id"])
+        health = client.health()
     except (RunnerError, RunnerUnavailable) as error:
         st.warning(f"Lost contact with the runner while polling pair job {md_code(job['id'])}: {md(error)}")
         return
     st.session_state[key] = latest
     if latest["state"] in ("done", "cancelled"):
         st.rerun(scope="app")
+    st.caption(rerun.runner_summary(url, health))
     members = " · ".join(f"{SIDES.get(m.get('label'), '?')} {md_code(m.get('row_id'))} {md(m.get('state'))}"
                          for m in latest.get("members") or [])
     st.status(f"Pair job {md_code(latest['id'])} is {md(latest['state'])}: {members} …", state="running")
