@@ -188,3 +188,16 @@ def test_a_gpu_verdict_without_the_childs_system_names_its_gpu(monkeypatch, tmp_
     info = system.collect_system(probe_gpu=False, gpu_id="0")
     assert info["gpu"] == "NVIDIA H200" and info["driver"] == "570.1"
     assert "gpu" not in system.collect_system(probe_gpu=False)  # a CPU job names none
+
+
+def test_pages_without_code_load_no_code_box(env, newcomer_store):  # noqa: F811
+    """The link to the view is an inline code span: a `st.code` box on every page loaded Streamlit's syntax
+    highlighter on each direct link (BENCHMARKS.md, "Direct links")."""
+    from tests.test_pages import view_link
+
+    env(newcomer_store)
+    for page in ("overview", "problems"):
+        at = open_page(page)
+        no_exception(at)
+        assert not at.code, page
+        assert view_link(at).startswith("`" + ("./" if page == "overview" else page))
