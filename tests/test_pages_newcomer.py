@@ -154,6 +154,16 @@ def _check_runner_line(env, newcomer_store, url, token, runs):  # noqa: F811
         time.sleep(0.5)
         at.run()
     assert checked, "the job finished before the page could be checked"
+    while not (at.success or at.error) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        at.run()
+    first = [e.value for e in [*at.success, *at.error]]
+    assert first and "failed: unknown" not in first[0], first
+    again = open_page("row", row="train/000000")  # another session: the runner answers with the finished job
+    again.button(key="rerun::train/000000").click().run()
+    no_exception(again)
+    verdicts = [e.value for e in [*again.success, *again.error]]
+    assert verdicts and verdicts[0].split("\n")[0] == first[0].split("\n")[0], (verdicts, first)
 
 
 def test_make_run_prints_the_port_it_serves(monkeypatch, capsys, tmp_path):

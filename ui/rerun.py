@@ -70,7 +70,10 @@ def rerun_panel(row_id: str, cfg) -> dict | None:
             except (RunnerError, RunnerUnavailable) as error:
                 st.error(f"Could not submit the job: {md(error)}")
                 return None
-            st.session_state[key] = {"id": job["id"], "state": job.get("state", "queued"), "result": None}
+            record = {"id": job["id"], "state": job.get("state", "queued"), "result": job.get("result")}
+            if record["state"] in ("done", "cancelled") and record["result"] is None:
+                record = _finished(client, record)  # a job the runner had already run for this row and settings
+            st.session_state[key] = record
             st.rerun()  # the runner's line above was drawn before this job: draw it again, polling
         if not job:
             return None
@@ -88,6 +91,17 @@ def rerun_panel(row_id: str, cfg) -> dict | None:
     from common.results_log import flatten_result
 
     return flatten_result(job.get("result") or {}, "(this session)", 0) | {"job_id": job["id"]}
+
+
+def _finished(client, record: dict) -> dict:
+    """A finished job's record with its result, asked of the runner (the submit's answer holds none)."""
+    from runner.service.client import RunnerError, RunnerUnavailable
+
+    try:
+        return client.job(record["id"])
+    except (RunnerError, RunnerUnavailable) as error:
+        st.error(f"Could not read job {md_code(record['id'])}: {md(error)}")
+        return record
 
 
 @st.fragment(run_every=_POLL_S)
