@@ -10,7 +10,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import context, links, widgets
+from ui import context, links, style, widgets
 from ui.text import md_code
 
 # the favicon is served by the explorer itself: a `:material/...:` page icon makes the browser fetch it from
@@ -42,6 +42,7 @@ def _store_problem(error: str) -> None:
 def main() -> None:
     from queries.store import StoreError
 
+    style.inject()
     cfg = context.settings()
     try:
         info = context.current_store(cfg)

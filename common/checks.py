@@ -41,7 +41,7 @@ def _r(name: str, label: str, meaning: str, hack: bool = False) -> Check:
 
 CHECKS: tuple[Check, ...] = (
     # static errors, in ingest's order of precedence (the first that applies is the row's `static_error`)
-    _e("syntax_error", "syntax error", "Python cannot compile the program (ingest's second stage)."),
+    _e("syntax_error", "syntax_error", "Python cannot compile the program (ingest's second stage)."),
     _e("no_model_new", "no ModelNew", "no top-level `class ModelNew`: there is no candidate to run."),
     _e("no_reference", "no Model", "no top-level `class Model`: there is no reference to compare with."),
     _e("no_get_inputs", "no get_inputs", "`get_inputs` or `get_init_inputs` is missing: the harness cannot build "

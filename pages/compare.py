@@ -40,7 +40,7 @@ else:
 fresh = rerun_pair.rerun_both_panel(a_id, b_id, cfg)
 runs = {"A": compare.latest_run(a, fresh.get("A")), "B": compare.latest_run(b, fresh.get("B"))}
 table = compare.facts_frame(compare.facts(a, runs["A"], cfg.label_unit), compare.facts(b, runs["B"], cfg.label_unit))
-st.dataframe(table, hide_index=True, key="compare_facts", column_config={
+st.dataframe(table, hide_index=True, key="compare_facts", height="content", column_config={  # every row, no scroll box
     "": st.column_config.TextColumn("", width="medium"),
     "A": st.column_config.TextColumn(f"A · {a_id}"), "B": st.column_config.TextColumn(f"B · {b_id}")})
 notes = compare.ratios(a.meta, b.meta, compare.timed_run(a, runs["A"]), compare.timed_run(b, runs["B"]))

@@ -18,8 +18,9 @@ st.caption(f"One row per problem (reference program). Labels in {cfg.label_unit}
            "candidates (correct, and passing the candidate filter). The distribution column draws log10 of the "
            "min, 10th, 50th, 90th percentile and max label. " + board.RANKED_HELP)
 
-SORTS = {"candidates": "candidates", "failure rate": "failure_rate", "median label": "y_median",
-         "spread (max/min)": "spread", "distinct candidates": "distinct_candidates", "title": "title"}
+SORTS = {"candidates": "candidates", "failure rate": "failure_rate", "fastest label": "y_min",
+         "median label": "y_median", "best measured speedup": "best_speedup", "spread (max/min)": "spread",
+         "distinct candidates": "distinct_candidates", "title": "title"}
 with st.sidebar:
     split = widgets.choice("Split", ["train", "test"], "split", key="problems_split")
     holdout = widgets.choice("Holdout group", data.holdout_groups(info), "holdout", key="problems_holdout")
@@ -34,8 +35,8 @@ text = widgets.text_param("Filter by title, key or test id", "q", key="problems_
 table = api.problems(info.path, Filters(split=split, holdout_group=holdout, level=level), sort=SORTS[sort],
                      descending=descending, c=candidates)
 # what a reader compares first, in the first ~1000 px (1400 px minus the sidebar); ids and groups after
-df = table.select(["problem_key", "title", "y_min", "y_median", "spread", "candidates", "failure_rate", "ranked",
-                   "y_p10", "y_p90", "y_max", "best_id", "problem_id", "holdout_group",
+df = table.select(["problem_key", "title", "y_min", "y_median", "best_speedup", "spread", "candidates",
+                   "failure_rate", "y_p10", "y_p90", "y_max", "ranked", "best_id", "problem_id", "holdout_group",
                    "distinct_candidates"]).to_pandas()
 if text and not df.empty:
     needle = text.lower()
@@ -54,6 +55,9 @@ config = {
     "title": st.column_config.TextColumn("problem", width="medium"),
     "y_min": st.column_config.NumberColumn(f"fastest ({cfg.label_unit})", format="%.4g", width=95),
     "y_median": st.column_config.NumberColumn(f"median ({cfg.label_unit})", format="%.4g", width=95),
+    "best_speedup": st.column_config.NumberColumn("best speedup", format="%.3g×", width="small",
+                                                  help="the best speedup vs reference measured by a re-run (the "
+                                                  "latest, correct) of a ranked candidate; empty: none re-run"),
     "spread": st.column_config.NumberColumn("spread", format="%.3g×", width="small",
                                             help="slowest / fastest label of the ranked candidates"),
     "candidates": st.column_config.NumberColumn(format="%d", width="small"),

@@ -8,7 +8,7 @@ import streamlit as st
 
 import ui.routing  # noqa: F401  (first: see ui/routing.py)
 from queries import api
-from ui import code, context, flags, links, near_dups, rerun, triage, verdict, widgets
+from ui import code, context, findings, flags, links, near_dups, rerun, triage, verdict, widgets
 from ui.labels import error_name, flags_text
 from ui.text import md, md_code
 
@@ -31,15 +31,15 @@ meta, parsed = detail.meta, detail.parsed
 st.title(md(meta.get("title") or row_id))
 st.caption(f"row {md_code(row_id)} · problem {md_code(meta.get('problem_key'))}")
 
-nav = st.columns([1, 1, 1, 3])
+nav = st.container(horizontal=True)  # each link as wide as its label (columns cut them at 1000 px)
 if meta.get("problem_key"):
-    nav[0].page_link(links.page_file("problem"), label="Problem", icon=":material/arrow_upward:",
+    nav.page_link(links.page_file("problem"), label="Problem", icon=":material/arrow_upward:",
                      query_params={"problem": meta["problem_key"]})
 if detail.prev_id:
-    nav[1].page_link(links.page_file("row"), label="Faster", icon=":material/arrow_back:",
+    nav.page_link(links.page_file("row"), label="Faster", icon=":material/arrow_back:",
                      query_params={"row": detail.prev_id}, help=f"previous in the problem's ranking: {md(detail.prev_id)}")
 if detail.next_id:
-    nav[2].page_link(links.page_file("row"), label="Slower", icon=":material/arrow_forward:",
+    nav.page_link(links.page_file("row"), label="Slower", icon=":material/arrow_forward:",
                      query_params={"row": detail.next_id}, help=f"next in the problem's ranking: {md(detail.next_id)}")
 
 label = meta.get("y")
@@ -51,6 +51,8 @@ cols[3].metric("characters", f"{meta.get('n_chars') or len(detail.program):,}")
 static_flags = meta.get("static_flags")
 st.caption(f"static check (ingest, nothing run): **{md(error_name(meta.get('static_error')))}** · static hack "
            f"flags: **{flags_text(None if static_flags is None else list(static_flags))}**")
+if not detail.program_error:
+    findings.show(meta.get("static_error"), detail.program, label)
 if static_flags is not None and len(static_flags):
     flags.legend(list(static_flags), "What the static flags mean")
 
@@ -85,9 +87,14 @@ if detail.program_error:
 
 TABS = {"diff": "Model vs ModelNew", "kernels": f"Triton kernels ({len(parsed.kernels)})", "program": "Whole program"}
 tab = links.param("tab") if links.param("tab") in TABS else "diff"
-tab_diff, tab_kernels, tab_program = st.tabs(list(TABS.values()), default=TABS[tab], key="row_tab",
-                                             on_change="rerun")
+# The URL picks the tab when it changed outside the tabs (a fresh load, a link); a click on a tab wins otherwise.
+# No `default=`: Streamlit counts it in the widget's identity, so a default following the URL made a new widget
+# after the first switch, which kept showing the tab the URL had named (issue 46).
+if st.session_state.get("row_tab_url") != (row_id, tab) or st.session_state.get("row_tab") not in TABS.values():
+    st.session_state["row_tab"] = TABS[tab]
+tab_diff, tab_kernels, tab_program = st.tabs(list(TABS.values()), key="row_tab", on_change="rerun")
 tab = {label: name for name, label in TABS.items()}.get(st.session_state.get("row_tab"), tab)
+st.session_state["row_tab_url"] = (row_id, tab)
 links.sync_params(tab=None if tab == "diff" else tab)
 with tab_diff:
     view_params = code.diff_view(parsed, key=f"diff::{row_id}")

@@ -37,7 +37,7 @@ __all__ = [
 PROBLEM_SORTS = (
     "candidates", "distinct_candidates", "failures", "failure_rate", "y_min", "y_p10", "y_median", "y_p90",
     "y_max", "spread", "title", "level", "problem_id", "problem_key", "holdout_group", "train_rows", "test_rows",
-    "ranked", "flagged_rows",
+    "ranked", "flagged_rows", "best_speedup",
 )
 
 
@@ -75,7 +75,8 @@ def overview(store: Path | str, f: Filters = NO_FILTERS) -> Overview:
 def problems(store: Path | str, f: Filters = NO_FILTERS, sort: str = "candidates", descending: bool = True,
              limit: int | None = None, c: Candidates = HONEST) -> pa.Table:
     """One row per problem (see `sql/setup_filtered.sql`, `problem_table`; label columns over the candidates `c`
-    passes), sorted (ties by problem_key)."""
+    passes) with `best_speedup` (`sql/problem_speedups.sql`, null where no ranked row was re-run correct), sorted
+    (ties by problem_key; nulls last either way)."""
     if sort not in PROBLEM_SORTS:
         raise ValueError(f"cannot sort problems by {sort!r}; choose one of {', '.join(PROBLEM_SORTS)}")
     db = connect(store)
@@ -83,6 +84,8 @@ def problems(store: Path | str, f: Filters = NO_FILTERS, sort: str = "candidates
         table = db.execute("problems_unfiltered")
     else:
         table = db.execute("problems", {**f.params(), **c.params()}, memo=True)
+    speedups = db.execute("problem_speedups", {**f.params(), **c.params()}, memo=True)
+    table = table.join(speedups, "problem_key", join_type="left outer")
     order = "descending" if descending else "ascending"
     table = table.sort_by([(sort, order), ("problem_key", "ascending")])
     return table if limit is None else table.slice(0, max(int(limit), 0))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
 import subprocess
 import sys
 import time
@@ -33,6 +34,22 @@ def _wait_healthy(url: str, proc: subprocess.Popen, seconds: float = 30.0) -> bo
     return False
 
 
+def explorer_port(env: dict[str, str], first: int = 8501, tries: int = 100) -> int:
+    """The port the explorer will listen on: `STREAMLIT_SERVER_PORT` when set, else the first free one from `first`
+    up. It is passed to Streamlit explicitly, so the address printed is the one served (Streamlit, left to pick,
+    moves on from a busy 8501 to 8502 without telling this script: issue 46)."""
+    if env.get("STREAMLIT_SERVER_PORT"):
+        return int(env["STREAMLIT_SERVER_PORT"])
+    for port in range(first, first + tries):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError(f"no free port in {first}-{first + tries - 1} for the explorer; set STREAMLIT_SERVER_PORT")
+
+
 def main() -> int:
     env = dict(os.environ)
     settings = load_settings(env)
@@ -50,8 +67,10 @@ def main() -> int:
         else:
             print("runner: did not start; the explorer runs without re-runs", file=sys.stderr)
     try:
-        print("[run] explorer: loading the store, then serving http://localhost:8501", flush=True)
-        return subprocess.call([sys.executable, str(REPO / "scripts" / "serve_app.py")], cwd=REPO, env=env)
+        port = explorer_port(env)
+        print(f"[run] explorer: loading the store, then serving http://localhost:{port}", flush=True)
+        return subprocess.call([sys.executable, str(REPO / "scripts" / "serve_app.py"), "--server.port", str(port)],
+                               cwd=REPO, env=env)
     except KeyboardInterrupt:
         return 0
     finally:

@@ -1,5 +1,7 @@
-"""The README tour's screenshots (`docs/screenshots/*.png`): the embedded sample store with its shipped H200 runs,
-a local runner service (CPU interpreter) for the Re-run shot, Debian chromium headless through Playwright.
+"""The README tour's screenshots: the embedded sample store with its shipped H200 runs, a local runner service
+(CPU interpreter) for the Re-run shot, Debian chromium headless through Playwright, at two window sizes:
+1400×900 (`docs/screenshots/*.png`, the README's) and 1000×800 (`docs/screenshots/1000px/*.png`: a laptop's
+window, where text must wrap rather than be cut).
 
     python scripts/take_screenshots.py [--out docs/screenshots]
 """
@@ -19,6 +21,7 @@ from tests.ui_services import CHROMIUM, runner_service, streamlit_command, strea
 
 CONSOLE_EXAMPLE = "SELECT title, count(*) AS rows FROM programs GROUP BY title ORDER BY rows DESC"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
+WINDOWS = {"": {"width": 1400, "height": 900}, "1000px": {"width": 1000, "height": 800}}  # subfolder: window
 
 
 def _settle(tab) -> None:
@@ -55,19 +58,23 @@ def main(argv: list[str] | None = None) -> int:
                "TLX_RUNNER_TOKEN": token, "TLX_READ_ONLY": "0"}
         with streamlit_server(env, command=streamlit_command) as base, sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-            tab = browser.new_page(viewport={"width": 1440, "height": 1000})
-            for name, path in views:
-                tab.goto(base + path)
+            for folder, window in WINDOWS.items():
+                out = args.out / folder
+                out.mkdir(parents=True, exist_ok=True)
+                tab = browser.new_page(viewport=window)
+                for name, path in views:
+                    tab.goto(base + path)
+                    _settle(tab)
+                    tab.screenshot(path=str(out / f"{name}.png"), full_page=name not in ("row", "problem"))
+                    print(f"{window['width']} px {name}: {path}", file=sys.stderr)
+                tab.goto(base + "/row?row=" + quote("train/000001", safe=""))
                 _settle(tab)
-                tab.screenshot(path=str(args.out / f"{name}.png"), full_page=name not in ("row", "problem"))
-                print(f"{name}: {path}", file=sys.stderr)
-            tab.goto(base + "/row?row=" + quote("train/000001", safe=""))
-            _settle(tab)
-            tab.get_by_role("button", name="Re-run this program").click()
-            tab.wait_for_selector("text=just finished", timeout=180000)
-            _settle(tab)
-            tab.screenshot(path=str(args.out / "rerun.png"))
-            print("rerun: train/000001", file=sys.stderr)
+                tab.get_by_role("button", name="Re-run this program").click()
+                tab.wait_for_selector("text=just finished", timeout=180000)
+                _settle(tab)
+                tab.screenshot(path=str(out / "rerun.png"))
+                print(f"{window['width']} px rerun: train/000001", file=sys.stderr)
+                tab.close()
             browser.close()
     return 0
 

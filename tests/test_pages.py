@@ -55,6 +55,11 @@ def no_exception(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
 
 
+def view_link(at: AppTest) -> str:
+    """The page's "Link to this view" (`ui.links.copy_link`: an inline code span)."""
+    return [m.value for m in at.main.markdown if m.value.startswith("`")][-1]  # the page's last element
+
+
 def diff_text(at: AppTest) -> str:
     bodies = [h.proto.body for h in at.get("html")]
     assert bodies, "no diff shown"
@@ -114,8 +119,8 @@ def test_row_link_shows_escaped_side_by_side_diff(env, ui_store):
     plain = re.sub(r"<[^>]+>", "", text)
     assert "class Model(nn.Module)" in plain and "class ModelNew(nn.Module)" in plain
     assert "<script>window" not in text and "&lt;script&gt;window" in text
-    assert XSS_MARKER in at.code[-2].value  # the whole program, as text
-    assert "row=train%2F000002" in at.code[-1].value  # the copy-link box
+    assert XSS_MARKER in at.code[-1].value  # the whole program, as text
+    assert "row=train%2F000002" in view_link(at)
     assert "Re-run this program" not in [b.label for b in at.button]  # no runner reachable
     assert "No runner service is reachable" in at.info[0].value
 
@@ -137,7 +142,7 @@ def test_failures_filter_by_error_type(env, ui_store):
     assert at.query_params["error"] == "no_model_new"
     examples = next(d.value for d in at.dataframe if "static_error" in d.value.columns)
     assert len(examples) == 6 and set(examples["static_error"]) == {"no ModelNew"}  # shown by its label (common/checks.py)
-    assert "error=no_model_new" in at.code[-1].value
+    assert "error=no_model_new" in view_link(at)
 
 
 def test_failures_page_says_when_syntax_errors_are_not_marked(env, ui_store, tmp_path):
@@ -235,7 +240,7 @@ def test_runs_page_shows_measured_results(env, fixture_store, tmp_path):
     agreement = next(d.value for d in at.dataframe if "agreement" in d.value.columns)
     assert agreement["rows"].sum() == 2 and agreement["label_ok_measured_ok"].sum() == 1
     frames = [d.value for d in at.dataframe]
-    assert any("syntax error" in set(df.get("measured", [])) for df in frames)  # its label (common/checks.py)
+    assert any("syntax_error" in set(df.get("measured", [])) for df in frames)  # snake_case like the other causes
     assert any(list(df.get("runs", [])) == [2] for df in frames)
 
 
@@ -304,7 +309,7 @@ def test_problem_view_choice_is_in_the_link(env, ui_store):
     at = open_page("problem", problem=key, view="ecdf")
     no_exception(at)
     assert at.get("button_group")[0].value == "ecdf"
-    assert "view=ecdf" in at.code[-1].value
+    assert "view=ecdf" in view_link(at)
 
 
 def test_job_table_reads_like_a_queue():
@@ -391,7 +396,7 @@ def test_leaderboard_hides_candidates_without_a_triton_kernel(env, fixture_store
     at.toggle(key="problem_no_triton").set_value(True).run()
     no_exception(at)
     board = next(d.value for d in at.dataframe if "verified" in d.value.columns)
-    assert "train/000007" in set(board["id"]) and "with_no_triton=1" in at.code[-1].value
+    assert "train/000007" in set(board["id"]) and "with_no_triton=1" in view_link(at)
 
 
 def test_tables_lead_with_titles_hide_hashes_and_count_in_words(env, ui_store):

@@ -11,7 +11,7 @@ import pytest
 
 from common.checks import meaning
 from tests.test_honest_board import ROWS, board  # noqa: F401  (the module fixture: a store with flagged rows)
-from tests.test_pages import env, no_exception, open_page  # noqa: F401
+from tests.test_pages import env, no_exception, open_page, view_link  # noqa: F401
 from ui import board as board_ui
 
 WIDTHS = {"small": 75, "medium": 200, "large": 400}
@@ -106,7 +106,7 @@ def test_problem_page_ranks_honest_candidates_and_says_where_references_differ(f
     at.toggle(key="problem_flagged").set_value(True).run()
     no_exception(at)
     assert frame_with(at, "verified").value["id"].iloc[0] == "train/000002"
-    assert "with_flagged=1" in at.code[-1].value
+    assert "with_flagged=1" in view_link(at)
 
 
 def test_kernel_page_explains_static_and_run_flags(flagged):
@@ -150,4 +150,4 @@ def test_export_fastest_correct_uses_the_candidate_filter(flagged):
     assert at.get("download_button")  # built from api.export(..., c=Candidates()): tests/test_honest_board.py
     at.toggle(key="export_flagged").set_value(True).run()
     no_exception(at)
-    assert "with_flagged=1" in at.code[-1].value
+    assert "with_flagged=1" in view_link(at)

@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.queries_helpers import result, write_results
-from tests.test_pages import env, no_exception, open_page, problem_key_of, ui_store  # noqa: F401  (fixtures)
+from tests.test_pages import env, no_exception, open_page, problem_key_of, ui_store, view_link  # noqa: F401  (fixtures)
 from tests.ui_services import runner_service
 
 
@@ -32,7 +32,7 @@ def test_compare_shows_both_candidates_facts_and_modelnew_diff(env, ui_store, tm
     body = re.sub(r"<[^>]+>", "", "\n".join(h.proto.body for h in at.get("html")))
     assert "A: train/000001 (ModelNew)" in body and "B: train/000004 (ModelNew)" in body
     assert "def get_inputs" not in body and "k1_0" in body and "k1_1" in body  # the two candidates, no reference
-    assert "a=train%2F000001&b=train%2F000004" in at.code[-1].value
+    assert "a=train%2F000001&b=train%2F000004" in view_link(at)
     assert not at.warning  # same problem
 
 
@@ -173,10 +173,10 @@ def test_row_diff_mode_and_tab_live_in_the_link(env, ui_store):  # noqa: F811
     no_exception(at)
     assert any(c.value.startswith("--- reference (Model)") for c in at.code)
     assert at.session_state["row_tab"].startswith("Triton kernels")
-    assert "tab=kernels" in at.code[-1].value and "diff=unified" in at.code[-1].value
+    assert "tab=kernels" in view_link(at) and "diff=unified" in view_link(at)
     at.get("button_group")[0].set_value("side by side").run()
     no_exception(at)
-    assert "diff" not in at.query_params and "diff=" not in at.code[-1].value
+    assert "diff" not in at.query_params and "diff=" not in view_link(at)
 
 
 def test_search_shows_title_label_status_and_the_hit_count(env, ui_store, tmp_path):  # noqa: F811

@@ -14,8 +14,8 @@ _SOURCE_COLOURS = {"static": "#4C78A8", "triaged": "#54A24B", "measured": "#F585
 _HEIGHT = 320
 
 
-def _layout(fig: go.Figure, height: int = _HEIGHT) -> go.Figure:
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10), bargap=0.05)
+def _layout(fig: go.Figure, height: int = _HEIGHT, top: int = 40) -> go.Figure:
+    fig.update_layout(height=height + top - 40, margin=dict(l=10, r=10, t=top, b=10), bargap=0.05)
     return fig
 
 
@@ -151,6 +151,7 @@ def rate_bars(labels, rates, counts, title: str) -> go.Figure:
         )
     )
     fig.update_xaxes(tickformat=".0%", range=[0, 1])
+    fig.update_yaxes(automargin=True)  # whole category names
     fig.update_layout(title=title, xaxis_title="failure rate")
     return _layout(fig, height=max(180, 60 + 28 * len(list(labels))))
 
@@ -166,8 +167,10 @@ def count_bars(labels, counts, title: str, color=None) -> go.Figure:
         fig.add_bar(x=[counts[i] for i in mine], y=[labels[i] for i in mine], orientation="h", name=group or None,
                     marker_color=_SOURCE_COLOURS.get(group.split(" ")[0], "#4C78A8"), showlegend=color is not None,
                     hovertemplate="%{y}: %{x:,} rows<extra>" + (group or "") + "</extra>")
-    fig.update_layout(barmode="stack", legend_title_text="rests on" if color is not None else None)
-    fig.update_yaxes(categoryorder="total ascending", title=None)
+    # the legend in a row above the bars, never over them (a narrow chart put it on the longest bar)
+    fig.update_layout(barmode="stack", legend_title_text="rests on" if color is not None else None,
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0))
+    fig.update_yaxes(categoryorder="total ascending", title=None, automargin=True)  # whole category names
     fig.update_xaxes(title="rows")
     fig.update_layout(title=title)
-    return _layout(fig, height=max(200, 60 + 26 * len(set(labels))))
+    return _layout(fig, height=max(200, 60 + 26 * len(set(labels))), top=70 if color is not None else 40)

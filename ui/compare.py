@@ -49,23 +49,23 @@ def facts(detail, run: dict | None, unit: str) -> dict[str, str]:
     meta = detail.meta
     timed = timed_run(detail, run) or {}
     run = run or {}
-    return {
+    return {  # the times first: what a comparison is for
         "row": str(meta.get("id")),
-        "problem": str(meta.get("title") or meta.get("problem_key")),
         f"label ({unit})": _num(meta.get("y"), ".4g"),
-        "kernels": str(meta.get("n_kernels", len(detail.parsed.kernels))),
-        "kernel names": ", ".join(k.name for k in detail.parsed.kernels) or "—",
-        "autotuned": "yes" if meta.get("autotuned") else "no",
-        "candidate (chars)": _num(meta.get("cand_chars"), ",d"),
-        "static finding": error_name(meta.get("static_error")),
         "latest verdict": verdict_text(run or None),
-        "profile": str(timed.get("profile") or "—"),
         "GPU / device": str(timed.get("gpu") or timed.get("device") or "—"),
         "ModelNew median": _num(timed.get("median_ms"), ".4g", " ms"),
         "ModelNew spread": verdict.spread(timed) or "—",
         "Model (eager) median": _num(timed.get("ref_median_ms"), ".4g", " ms"),
         "speedup vs reference": _num(timed.get("speedup"), ".3g", "×"),
+        "profile": str(timed.get("profile") or "—"),
         "finished": str(run.get("finished_at") or "—"),
+        "problem": str(meta.get("title") or meta.get("problem_key")),
+        "kernels": str(meta.get("n_kernels", len(detail.parsed.kernels))),
+        "kernel names": ", ".join(k.name for k in detail.parsed.kernels) or "—",
+        "autotuned": "yes" if meta.get("autotuned") else "no",
+        "candidate (chars)": _num(meta.get("cand_chars"), ",d"),
+        "static finding": error_name(meta.get("static_error")),
     }
 
 

@@ -48,14 +48,14 @@ def flag_counts_table(counts) -> None:
         st.caption("No flag on these rows. " + REVIEW_NOTE)
         return
     rows = counts.to_pylist()
-    st.table({
+    st.table({  # what a reader needs first (the flag, how many, what it means) before the details
         "flag": [flag_label(r["flag"]) for r in rows],
-        "code": [r["flag"] for r in rows],
-        "found by": ["ingest (static)" if r["kind"] == "static_flag" else "a re-run" for r in rows],
-        "ranked by default": ["no" if r["hack"] else "yes" for r in rows],
         "rows": [f"{r['rows']:,}" for r in rows],
         "share": [f"{r['share']:.1%}" for r in rows],
         "meaning": [r["meaning"] for r in rows],
+        "ranked by default": ["no" if r["hack"] else "yes" for r in rows],
+        "found by": ["ingest (static)" if r["kind"] == "static_flag" else "a re-run" for r in rows],
+        "code": [r["flag"] for r in rows],
     })
     st.caption(REVIEW_NOTE)
 

@@ -87,6 +87,10 @@ def absolute_url(url_path: str, **params) -> str:
 
 
 def copy_link(url_path: str, **params) -> None:
-    """Show the view's URL in a code box (it has a copy button)."""
-    st.caption("Link to this view")
-    st.code(absolute_url(url_path, **params), language=None)
+    """Show the view's URL as an inline code span, to select and copy. Not a `st.code` box: that loads and starts
+    Streamlit's syntax highlighter (1.6 MB of JavaScript) on a direct link to every page, code or none (issue 46:
+    BENCHMARKS.md, "Direct links")."""
+    from ui.text import md_code
+
+    st.caption("Link to this view (select it to copy)")
+    st.markdown(md_code(absolute_url(url_path, **params)))

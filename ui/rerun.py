@@ -53,26 +53,29 @@ def rerun_panel(row_id: str, cfg) -> dict | None:
     runner_state.explain(state, cfg)
     if not state.usable:
         return None
-    health = state.health
     key = _job_key(row_id)
+    pending = runner_job.pending(key)
     with st.container(border=True):
-        st.caption(runner_summary(cfg.runner_url, health))
+        if pending:  # the runner's line and the job's state, both asked for again on every poll
+            runner_job.poll(client, key, "job", lambda latest: f"Job {md_code(latest['id'])} is {md(latest['state'])}…",
+                            lambda health: runner_summary(cfg.runner_url, health))
+        else:
+            st.caption(runner_summary(cfg.runner_url, state.health))
         options = profile_options(row_id)
         cols = st.columns([2, 1, 3])  # wide enough for the whole label at 1400 px
         if cols[0].button("Re-run this program", key=f"rerun::{row_id}", type="primary"):
-            if not runner_job.submit(key, "job", lambda: client.submit(row_id=row_id, **options)):
-                return None
+            runner_job.submit(client, key, "job", lambda: client.submit(row_id=row_id, **options))
+            return None
         job = runner_job.current(key)
         if not job:
             return None
-        if not runner_job.is_final(job):
+        if pending:
             if cols[1].button("Cancel", key=f"cancel::{row_id}"):
                 try:
                     st.session_state[key] = client.cancel(job["id"]) | {"id": job["id"]}
                 except (RunnerError, RunnerUnavailable) as error:
                     st.error(f"Could not cancel job {md_code(job['id'])}: {md(error)}")
                 st.rerun()
-            runner_job.poll(client, key, "job", lambda latest: f"Job {md_code(latest['id'])} is {md(latest['state'])}…")
             return None
         if job.get("state") == "cancelled" and not job.get("result"):
             st.warning(f"Job {md_code(job['id'])} was cancelled.")

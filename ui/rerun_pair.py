@@ -43,19 +43,20 @@ def rerun_both_panel(a: str, b: str, cfg) -> dict[str, dict]:
         st.warning(OLD_RUNNER.format(url=md_code(cfg.runner_url)))
         return {}
     key = _key(a, b)
+    pending = runner_job.pending(key)
     with st.container(border=True):
-        st.caption(rerun.runner_summary(cfg.runner_url, state.health))
+        if pending:  # the runner's line and the job's state, both asked for again on every poll
+            runner_job.poll(client, key, "pair job", _progress, lambda health: rerun.runner_summary(cfg.runner_url, health))
+        else:
+            st.caption(rerun.runner_summary(cfg.runner_url, state.health))
         options = rerun.profile_options(f"compare::{a}::{b}")
         st.caption(NOTE)
         if st.button("Re-run both", key=f"rerun_both::{a}::{b}", type="primary"):
-            if not runner_job.submit(key, "pair job", lambda: client.submit_pair({"row_id": a}, {"row_id": b},
-                                                                                force=True, **options)):
-                return {}
-        job = runner_job.current(key)
-        if not job:
+            runner_job.submit(client, key, "pair job", lambda: client.submit_pair({"row_id": a}, {"row_id": b},
+                                                                                 force=True, **options))
             return {}
-        if not runner_job.is_final(job):
-            runner_job.poll(client, key, "pair job", _progress)
+        job = runner_job.current(key)
+        if not job or pending:
             return {}
         if not job.get("result"):
             st.warning(f"Pair job {md_code(job['id'])} was cancelled.")

@@ -80,10 +80,12 @@ class SmiProbe(threading.Thread):
         return self.fields
 
 
-def collect_system(probe_gpu: bool = True, smi: SmiProbe | None = None) -> dict[str, Any]:
+def collect_system(probe_gpu: bool = True, smi: SmiProbe | None = None, gpu_id: str | None = None) -> dict[str, Any]:
     """Versions and machine facts; with probe_gpu (the child of a CUDA run) also the GPU's, even when the program
     failed before touching CUDA, so that every CUDA verdict names its hardware (bulk resume keys on it). `smi`:
-    a probe started earlier, whose answer is used instead of running nvidia-smi now."""
+    a probe started earlier, whose answer is used instead of running nvidia-smi now. Without probe_gpu, `gpu_id`
+    (the parent of a CUDA job that ended without the child's verdict: a timeout, a crash) names the job's GPU
+    from nvidia-smi alone, without touching CUDA."""
     info: dict[str, Any] = {
         "hostname": socket.gethostname(),
         "time": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -100,4 +102,6 @@ def collect_system(probe_gpu: bool = True, smi: SmiProbe | None = None) -> dict[
         if "gpu" in info:
             info.update(smi.result() if smi is not None else _nvidia_smi(_smi_id(info.get("gpu_uuid"))))
             info["driver"] = info.get("smi_driver_version")
+    elif gpu_id is not None and (fields := _nvidia_smi(gpu_id)):
+        info.update(fields, gpu=fields.get("smi_name"), driver=fields.get("smi_driver_version"))
     return info

@@ -303,8 +303,9 @@ def evaluate_in_sandbox(program: str, options: EvalOptions, *, result_id: str, r
     verdict.phases_s = {**verdict.phases_s, "harness": round(max(duration - sum(verdict.phases_s.values()), 0.0), 3)}
     verdict.trials = verdict.trials or options.trials
     verdict.device = verdict.device or {"cpu": CPU_LABEL}.get(options.device, options.device)
-    if not verdict.system:
-        verdict.system = collect_system(probe_gpu=False)
+    if not verdict.system:  # no verdict from the child (a timeout, a crash): name the job's GPU here all the same
+        gpu = options.visible_devices or os.environ.get("CUDA_VISIBLE_DEVICES") or "0"
+        verdict.system = collect_system(probe_gpu=False, gpu_id=gpu if options.device == "cuda" else None)
     if not isolation.current().isolated:
         verdict.flags = [*verdict.flags, NOT_ISOLATED]
     verdict = RunResult.from_dict(scrub.scrub(verdict.to_dict()))
