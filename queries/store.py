@@ -30,7 +30,7 @@ INDEX_FILE = "index.parquet"
 CODE_DIR = "code"
 SEARCH_DIR = "search"  # the code search index (queries/ingest/search_build.py writes it, queries/search/index.py reads)
 SEARCH_META = "index.json"
-SEARCH_INDEX_VERSION = 2  # of the files under SEARCH_DIR; another version (1: trigrams) is not read
+SEARCH_INDEX_VERSION = 3  # of the files under SEARCH_DIR (3: lines or trigrams per shard); another is not read
 LOCATION_COLUMNS = ("code_shard", "code_rg")  # where a row's text is: code part, row group within it
 # columns a store of this schema version may lack (built before them): readers treat them as "not checked"
 OPTIONAL_COLUMNS = ("static_flags",)

@@ -112,12 +112,12 @@ def _pairs(line: np.ndarray, rows: np.ndarray, first: int, batch_rows: int) -> n
     (line << bits | row within the segment) where that fits: twice as fast as uint64."""
     bits = max(batch_rows - 1, 1).bit_length()
     if (int(line.max(initial=0)) + 1) << bits <= 1 << 32:
-        packed = _distinct((line.astype(np.uint32) << bits) | rows.astype(np.uint32))
+        packed = distinct_sorted((line.astype(np.uint32) << bits) | rows.astype(np.uint32))
         return ((packed >> bits).astype(np.uint64) << 32) | ((packed & ((1 << bits) - 1)) + first).astype(np.uint64)
-    return _distinct((line.astype(np.uint64) << 32) | (rows + first).astype(np.uint64))
+    return distinct_sorted((line.astype(np.uint64) << 32) | (rows + first).astype(np.uint64))
 
 
-def _distinct(values: np.ndarray) -> np.ndarray:
+def distinct_sorted(values: np.ndarray) -> np.ndarray:
     """The distinct values, sorted (`np.unique` hashes, ~100x slower on these arrays)."""
     values = _radix_sorted(values) if values.dtype == np.uint32 else np.sort(values)
     if len(values) == 0:

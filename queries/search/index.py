@@ -11,6 +11,10 @@ texts are read, never what is found. Decompressing the lines is ~40% of a search
 batches are kept in memory, up to `CACHE_BYTES` for the process (a 601k-row store's lines are 1.1 GB), in the
 order first read and never evicted (a search reads every batch: an evicting cache would lose each before its
 next use); an index that is no longer open (a rebuilt store's old one) frees its batches.
+
+A shard whose lines rarely repeat has a trigram index instead (`queries/search/grams.py`; index.json's "parts"
+says which shards): there the rows holding every trigram of a query's literal are only a superset, returned as
+rows to read and match (`rows_with_lines`'s second array), less those its reference already decides.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from common.settings import load_settings
+from queries.search.grams import GramPart
 from queries.search.lines import DENSE_SHARE, LineQuery, matching_lines, matching_texts
 from queries.store import (
     LINES_FILE,
@@ -58,30 +63,39 @@ class SearchIndex:
         shards = self.docs["shard"].to_numpy()
         self.shards = np.unique(shards).tolist()
         self.base = {s: int(np.searchsorted(shards, s)) for s in self.shards}  # first row of each shard
+        gram_shards = set(meta["parts"]["grams"])
+        self.grams = {s: GramPart(store, s, int(np.count_nonzero(shards == s))) for s in self.shards
+                      if s in gram_shards}
+        self.line_shards = [s for s in self.shards if s not in gram_shards]
         self._arrays: dict[int, tuple[pa.ipc.RecordBatchFileReader, np.ndarray, np.ndarray]] = {}
         self._lock = threading.Lock()
         self._cache: dict[tuple[int, int], pa.StringArray] | None = {}  # None: forgotten
-        for shard in self.shards:  # opened now, so that a damaged index is found before it answers
+        for shard in self.line_shards:  # opened now, so that a damaged index is found before it answers
             self._shard(shard)
 
     @property
     def rows(self) -> int:
         return self.docs.num_rows
 
-    def rows_with_lines(self, queries: list[LineQuery]) -> list[np.ndarray]:
-        """Per query, bool per row (position in docs): its reference or its candidate part has a line the query
-        matches."""
+    def rows_with_lines(self, queries: list[LineQuery]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per query, (bool per row (position in docs): its reference or its candidate part has a line the query
+        matches; bool per row: it may have one, and must be read to know (a shard with trigrams))."""
         hits = []
         for query in queries:
             ref_hit = np.zeros(self.refs, bool)
             ref_hit[self.ref_of_line[matching_texts(query, self.ref_lines)]] = True  # lines without their newline
             hits.append(ref_hit[self.doc_ref])
         with ThreadPoolExecutor(THREADS, thread_name_prefix="line-search") as pool:
-            for shard, rows in zip(self.shards, pool.map(lambda s: self._shard_rows(s, queries), self.shards),
-                                   strict=True):
+            for shard, rows in zip(self.line_shards,
+                                   pool.map(lambda s: self._shard_rows(s, queries), self.line_shards), strict=True):
                 for hit, found in zip(hits, rows, strict=True):
                     hit[found + self.base[shard]] = True
-        return hits
+        maybe = [np.zeros(self.rows, bool) for _ in queries]
+        for shard, part in self.grams.items():
+            rows = slice(self.base[shard], self.base[shard] + part.rows)
+            for hit, may, query in zip(hits, maybe, queries, strict=True):
+                may[rows] = part.candidates(query.literal or query.any_case, not query.literal) & ~hit[rows]
+        return list(zip(hits, maybe, strict=True))
 
     def _shard_rows(self, shard: int, queries: list[LineQuery]) -> list[np.ndarray]:
         """Per query, the rows of `shard` (positions within it, with repeats) whose candidate part has a line it

@@ -29,6 +29,7 @@ class LineQuery:
     regex: str  # RE2 that cannot match a newline: the lines it matches are the answer
     literal: str = ""  # case-sensitive text that every line `regex` matches holds ("": none known)
     exact: bool = False  # `regex` matches exactly the lines holding `literal`
+    any_case: str = ""  # text that every line `regex` matches holds, in any case (where `literal` is "")
 
 
 def literal_regex(literal: str) -> str:
@@ -41,7 +42,7 @@ def literal_regex(literal: str) -> str:
 def literal_query(literal: str, ignore_case: bool) -> LineQuery:
     """The lines holding `literal` (which has no newline)."""
     if ignore_case:
-        return LineQuery("(?i)" + literal_regex(literal))
+        return LineQuery("(?i)" + literal_regex(literal), any_case=literal)
     return LineQuery(literal_regex(literal), literal, exact=True)
 
 
