@@ -101,8 +101,11 @@ def test_a_small_budget_spills_more_chunks_for_the_same_index(tmp_path, monkeypa
     for budget in (1 << 30, 1 << 20):
         folder = tmp_path / str(budget)
         _code_part(folder, texts, 100)
-        index_grams.index_part_grams(folder, 0, budget)
-        assert not list((folder / index_grams.SPILL_DIR).iterdir())  # the spill file went once merged
+        grams, pieces = index_grams.index_part_grams(folder, 0, budget, 1 << 30)
+        assert grams > 100 and len(pieces) == chunks[-1]  # a pieces file per chunk, left to the caller
+        for path in pieces:
+            path.unlink()
+        assert not list((folder / index_grams.SPILL_DIR).iterdir())  # the keys' spill file went once merged
         found[budget] = (chunks[-1], _postings(folder, len(texts), texts, probes))
     assert found[1 << 30][0] == 2 and found[1 << 20][0] > 10  # 2,048 rows a chunk, or what the budget holds
     assert found[1 << 30][1] == found[1 << 20][1]
@@ -116,3 +119,20 @@ def test_trigrams_of_a_text_any_case():
     assert len(text_grams("aBc", True)[0]) == 8  # every case variant
     assert text_grams("mask", True) == [] and len(text_grams("BLOCK", True)) == 2  # a k or an s: no constraint
     assert text_grams("asK", True) == [] and len(text_grams("ümlaut", True)) == 3  # nor one not ASCII
+
+
+def test_pieces_are_lines_cut_at_words_one_text_holds():
+    from queries.ingest.index_pieces import chunk_pieces
+
+    texts = ["x_17 = tl.load(p_17)  # u1.0\nreturn x_17\n", "y_3 = tl.load(p_3)  # u2.0\nreturn y_3",
+             "ümlaut = tl.load(ümlaut)\n\n", "", "tl"]
+    data = np.frombuffer("".join(texts).encode(), np.uint8)
+    offsets = np.cumsum([0] + [len(t.encode()) for t in texts]).astype(np.int64)
+    pieces, pairs = chunk_pieces(data, offsets)
+    by_row: dict[int, set[str]] = {}
+    for pair in pairs.tolist():
+        by_row.setdefault(pair & 0xFFFFFFFF, set()).add(pieces[pair >> 32].as_py())
+    assert by_row == {0: {" = tl.load(", ")  # ", ".0", "return "}, 1: {" = tl.load(", ")  # ", ".0", "return "},
+                      2: {" = tl.load(", ")"}, 4: {"tl"}}  # `0` is in two texts: kept
+    for row, found in by_row.items():  # every piece is text of one of its row's lines
+        assert all(any(p in line for line in texts[row].split("\n")) for p in found)

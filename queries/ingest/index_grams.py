@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from queries.ingest.index_lines import NEWLINE, text_data
+from queries.ingest.index_pieces import chunk_pieces
 from queries.ingest.index_segments import distinct_sorted
 from queries.search.grams import (
     BITMAPS_FILE,
@@ -49,13 +50,16 @@ BYTES_PER_TEXT_BYTE = 32  # a chunk's peak memory per byte of its texts (codes, 
 BYTES_PER_KEY = 48  # the merge's peak memory per key of a range (rows, trigrams, the sort's indices, bitmaps)
 
 
-def index_part_grams(folder: Path, shard: int, budget_bytes: int) -> int:
-    """Write code part `shard`'s trigram index under `folder/search/`; returns its distinct trigrams."""
+def index_part_grams(folder: Path, shard: int, budget_bytes: int, piece_bytes: int) -> tuple[int, list[Path]]:
+    """Write code part `shard`'s trigram index under `folder/search/`; returns its distinct trigrams, and the
+    spill files of its chunks' pieces (`index_pieces.py`, as `spill_pieces` writes them; none once they pass
+    `piece_bytes`), which the caller merges and removes."""
     spill = Path(folder) / SPILL_DIR / f"part-{shard:05d}.keys"
     spill.parent.mkdir(exist_ok=True)
     try:
-        chunks, per_prefix, rows = _spill_keys(folder, shard, spill, max(budget_bytes // BYTES_PER_TEXT_BYTE, 1))
-        return _merge(folder, shard, spill, chunks, per_prefix, rows, max(budget_bytes // BYTES_PER_KEY, 1))
+        chunks, per_prefix, rows, pieces = _spill_keys(folder, shard, spill,
+                                                       max(budget_bytes // BYTES_PER_TEXT_BYTE, 1), piece_bytes)
+        return _merge(folder, shard, spill, chunks, per_prefix, rows, max(budget_bytes // BYTES_PER_KEY, 1)), pieces
     finally:
         spill.unlink(missing_ok=True)
 
@@ -69,10 +73,19 @@ def chunk_keys(texts: pa.Array) -> np.ndarray:
     three bytes that lie within one text and hold no newline."""
     if len(texts) > CHUNK_ROWS:
         raise ValueError(f"{len(texts)} texts in one chunk of the trigram index (at most {CHUNK_ROWS})")
+    return _keys(*_bytes_of(texts))
+
+
+def _bytes_of(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """The texts' bytes, and int64 offsets of each in them from 0."""
     texts = texts.cast(pa.large_string()) if texts.type != pa.large_string() else texts
     offsets = np.frombuffer(texts.buffers()[1], np.int64)[texts.offset : texts.offset + len(texts) + 1].copy()
     data = text_data(texts)[offsets[0] : offsets[-1]]
     offsets -= offsets[0]
+    return data, offsets
+
+
+def _keys(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     if len(data) < 3:
         return np.empty(0, np.uint32)
     codes = fold(data).astype(np.uint32)
@@ -82,26 +95,48 @@ def chunk_keys(texts: pa.Array) -> np.ndarray:
         at = offsets[1:] - back
         keep[at[(at >= 0) & (at < len(keep))]] = False
     keys <<= np.uint32(ROW_BITS)
-    keys |= np.repeat(np.arange(len(texts), dtype=np.uint32), np.diff(offsets))[:-2]
+    keys |= np.repeat(np.arange(len(offsets) - 1, dtype=np.uint32), np.diff(offsets))[:-2]
     return distinct_sorted(keys[keep])
 
 
-def _spill_keys(folder: Path, shard: int, spill: Path,
-                chunk_bytes: int) -> tuple[list[tuple[int, int, int]], np.ndarray, int]:
-    """Each chunk's sorted keys, one after another in `spill`; returns (first key, keys, first row) per chunk,
-    the keys per trigram prefix and the part's rows."""
+def _spill_keys(folder: Path, shard: int, spill: Path, chunk_bytes: int,
+                piece_bytes: int) -> tuple[list[tuple[int, int, int]], np.ndarray, int, list[Path]]:
+    """Each chunk's sorted keys, one after another in `spill`, and its pieces in a file of their own; returns
+    (first key, keys, first row) per chunk, the keys per trigram prefix, the part's rows and the pieces' files."""
     chunks, first_key, first_row = [], 0, 0
     per_prefix = np.zeros(1 << PREFIX_BITS, np.int64)
     code = pq.ParquetFile(code_path(folder, shard))
+    pieces: list[Path] | None = []
+    spilled_pieces = 0
     with open(spill, "wb") as out:
         for texts in _chunks(code, chunk_bytes):
-            keys = chunk_keys(texts)
+            data, offsets = _bytes_of(texts)
+            keys = _keys(data, offsets)
             keys.tofile(out)
+            if pieces is not None:
+                path = spill.with_name(f"{spill.stem}-{len(chunks):05d}.pieces")
+                spilled_pieces += spill_pieces(path, *chunk_pieces(data, offsets), first_row)
+                pieces.append(path)
+                if spilled_pieces > piece_bytes:  # what the merge would hold: the part gets no pieces
+                    for path in pieces:
+                        path.unlink()
+                    pieces = None
             per_prefix += np.bincount(keys >> np.uint32(32 - PREFIX_BITS), minlength=len(per_prefix))
             chunks.append((first_key, len(keys), first_row))
             first_key += len(keys)
             first_row += len(texts)
-    return chunks, per_prefix, first_row
+    return chunks, per_prefix, first_row, pieces or []
+
+
+def spill_pieces(path: Path, pieces: pa.StringArray, pairs: np.ndarray, first_row: int) -> int:
+    """Write a chunk's distinct pieces and (piece << 32 | row) pairs, rows counted from `first_row`, as a
+    segment file is written (`index_segments.read_pieces` reads it); returns the pieces' bytes."""
+    offsets = np.frombuffer(pieces.buffers()[1], np.int32)[pieces.offset : pieces.offset + len(pieces) + 1]
+    data = text_data(pieces)[offsets[0] : offsets[-1]]
+    with open(path, "wb") as out:
+        for array in (offsets - offsets[0], data, pairs + np.uint64(first_row)):
+            np.save(out, array)
+    return len(data)
 
 
 def _chunks(code: pq.ParquetFile, chunk_bytes: int):

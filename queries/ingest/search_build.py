@@ -50,12 +50,13 @@ import pyarrow.parquet as pq
 from common.settings import load_settings
 from queries.ingest.index_grams import index_part_grams, remove_spills
 from queries.ingest.index_lines import NEWLINE, text_data, text_offsets
-from queries.ingest.index_segments import SEGMENT_DIR, part_segments, read_segment
+from queries.ingest.index_segments import SEGMENT_DIR, part_segments, read_pieces, read_segment
 from queries.ingest.processes import process_pool, stop_pool
 from queries.ingest.progress import say
 from queries.store import (
     LINES_FILE,
     OFFSETS_FILE,
+    PIECE_FILES,
     POSTINGS_FILE,
     SEARCH_INDEX_VERSION,
     SEARCH_META,
@@ -148,20 +149,39 @@ def index_shard(folder: Path, shard: int, rows: int, budget: int) -> tuple[list[
     if first != rows:
         raise RuntimeError(f"the search index's segments of code part {shard} hold {first} of its {rows} rows")
     choice = {"segment_line_bytes": line_bytes, "candidate_bytes": candidate_bytes}
+    row_type = np.uint16 if rows <= 1 << 16 else np.uint32
     if line_bytes * LINE_MERGE_FACTOR <= budget:
-        distinct, offsets, postings = _merge(batch_lines, batch_pairs, np.uint16 if rows <= 1 << 16 else np.uint32)
+        distinct, offsets, postings = _merge(batch_lines, batch_pairs, row_type)
         bounds = text_offsets(distinct)
         choice["distinct_line_bytes"] = int(bounds[-1]) - int(bounds[0])
         if choice["distinct_line_bytes"] <= max(LINE_SHARE * candidate_bytes, SMALL_LINES):
-            _write_arrow(search_shard_path(folder, shard, LINES_FILE), pa.table({"text": _newline_ended(distinct)}),
-                         compressed=True)
-            np.save(search_shard_path(folder, shard, OFFSETS_FILE), offsets)
-            np.save(search_shard_path(folder, shard, POSTINGS_FILE), postings)
+            _write_lines(folder, shard, (LINES_FILE, OFFSETS_FILE, POSTINGS_FILE), distinct, offsets, postings)
             return list(keys), texts, row_ref, {"structure": "lines", **choice}, len(distinct)
         del distinct, offsets, postings
     batch_lines.clear()
     batch_pairs.clear()
-    return list(keys), texts, row_ref, {"structure": "grams", **choice}, index_part_grams(folder, shard, budget)
+    grams, pieces = index_part_grams(folder, shard, budget, budget // LINE_MERGE_FACTOR)
+    try:
+        if pieces:
+            batches = [read_pieces(path) for path in pieces]
+            distinct, offsets, postings = _merge([b[0] for b in batches if len(b[0])],
+                                                 [b[1] for b in batches if len(b[0])], row_type)
+            del batches
+            _write_lines(folder, shard, PIECE_FILES, distinct, offsets, postings)
+            choice["pieces"] = len(distinct)
+    finally:
+        for path in pieces:
+            path.unlink(missing_ok=True)
+    return list(keys), texts, row_ref, {"structure": "grams", **choice}, grams
+
+
+def _write_lines(folder: Path, shard: int, names: tuple[str, str, str], distinct: pa.StringArray,
+                 offsets: np.ndarray, postings: np.ndarray) -> None:
+    """A shard's distinct lines (or pieces), LZ4 batches, and their postings."""
+    _write_arrow(search_shard_path(folder, shard, names[0]), pa.table({"text": _newline_ended(distinct)}),
+                 compressed=True)
+    np.save(search_shard_path(folder, shard, names[1]), offsets)
+    np.save(search_shard_path(folder, shard, names[2]), postings)
 
 
 def _reference_ids(keys: dict[bytes, int], texts: list[str], references: list[str]) -> np.ndarray:

@@ -34,6 +34,7 @@ from queries.search.lines import DENSE_SHARE, LineQuery, matching_lines, matchin
 from queries.store import (
     LINES_FILE,
     OFFSETS_FILE,
+    PIECE_FILES,
     POSTINGS_FILE,
     SEARCH_INDEX_VERSION,
     SEARCH_META,
@@ -43,6 +44,7 @@ from queries.store import (
 )
 
 THREADS = 2
+LINE_FILES = (LINES_FILE, OFFSETS_FILE, POSTINGS_FILE)
 # decompressed lines kept per process (TLX_SEARCH_CACHE_MB, default 1,200): a 601k-row store's are 1,091 MiB
 CACHE_BYTES = max(load_settings().search_cache_mb, 0) << 20
 _cached = 0  # bytes of decompressed lines kept, over every open index
@@ -67,11 +69,14 @@ class SearchIndex:
         self.grams = {s: GramPart(store, s, int(np.count_nonzero(shards == s))) for s in self.shards
                       if s in gram_shards}
         self.line_shards = [s for s in self.shards if s not in gram_shards]
-        self._arrays: dict[int, tuple[pa.ipc.RecordBatchFileReader, np.ndarray, np.ndarray]] = {}
+        self.piece_shards = [s for s in self.grams if search_shard_path(store, s, PIECE_FILES[0]).is_file()]
+        self._arrays: dict[tuple[int, str], tuple[pa.ipc.RecordBatchFileReader, np.ndarray, np.ndarray]] = {}
         self._lock = threading.Lock()
-        self._cache: dict[tuple[int, int], pa.StringArray] | None = {}  # None: forgotten
+        self._cache: dict[tuple[int, str, int], pa.StringArray] | None = {}  # None: forgotten
         for shard in self.line_shards:  # opened now, so that a damaged index is found before it answers
-            self._shard(shard)
+            self._shard(shard, LINE_FILES)
+        for shard in self.piece_shards:
+            self._shard(shard, PIECE_FILES)
 
     @property
     def rows(self) -> int:
@@ -85,11 +90,14 @@ class SearchIndex:
             ref_hit = np.zeros(self.refs, bool)
             ref_hit[self.ref_of_line[matching_texts(query, self.ref_lines)]] = True  # lines without their newline
             hits.append(ref_hit[self.doc_ref])
+        plain = [q for q, query in enumerate(queries) if query.plain]  # found exactly in pieces too
+        work = [(s, LINE_FILES, list(range(len(queries)))) for s in self.line_shards]
+        work += [(s, PIECE_FILES, plain) for s in self.piece_shards] if plain else []
         with ThreadPoolExecutor(THREADS, thread_name_prefix="line-search") as pool:
-            for shard, rows in zip(self.line_shards,
-                                   pool.map(lambda s: self._shard_rows(s, queries), self.line_shards), strict=True):
-                for hit, found in zip(hits, rows, strict=True):
-                    hit[found + self.base[shard]] = True
+            for (shard, _, which), rows in zip(work, pool.map(
+                    lambda w: self._shard_rows(w[0], w[1], [queries[q] for q in w[2]]), work), strict=True):
+                for q, found in zip(which, rows, strict=True):
+                    hits[q][found + self.base[shard]] = True
         maybe = [np.zeros(self.rows, bool) for _ in queries]
         for shard, part in self.grams.items():
             rows = slice(self.base[shard], self.base[shard] + part.rows)
@@ -97,15 +105,15 @@ class SearchIndex:
                 may[rows] = part.candidates(query.literal or query.any_case, not query.literal) & ~hit[rows]
         return list(zip(hits, maybe, strict=True))
 
-    def _shard_rows(self, shard: int, queries: list[LineQuery]) -> list[np.ndarray]:
+    def _shard_rows(self, shard: int, files: tuple[str, str, str], queries: list[LineQuery]) -> list[np.ndarray]:
         """Per query, the rows of `shard` (positions within it, with repeats) whose candidate part has a line it
         matches."""
-        lines, offsets, postings = self._shard(shard)
+        lines, offsets, postings = self._shard(shard, files)
         matched: list[list[np.ndarray]] = [[] for _ in queries]
         dense = [False] * len(queries)
         first = 0
         for i in range(lines.num_record_batches):
-            batch = self._batch(lines, shard, i)
+            batch = self._batch(lines, (shard, files[0], i))
             for q, query in enumerate(queries):
                 found, share = matching_lines(query, batch, dense[q])
                 matched[q].append(found + first)
@@ -117,16 +125,16 @@ class SearchIndex:
         return [_rows_of(np.concatenate(found) if found else np.empty(0, np.int64), offsets, postings)
                 for found in matched]
 
-    def _batch(self, lines: pa.ipc.RecordBatchFileReader, shard: int, i: int) -> pa.StringArray:
-        """Batch `i` of a lines file, decompressed: kept while the process's `CACHE_BYTES` allow."""
+    def _batch(self, lines: pa.ipc.RecordBatchFileReader, key: tuple[int, str, int]) -> pa.StringArray:
+        """Batch `key[2]` of a lines file, decompressed: kept while the process's `CACHE_BYTES` allow."""
         global _cached
         cache = self._cache  # None once forgotten, by another thread at any time
-        batch = cache.get((shard, i)) if cache is not None else None
+        batch = cache.get(key) if cache is not None else None
         if batch is None:
-            batch = lines.get_batch(i).column(0)
+            batch = lines.get_batch(key[2]).column(0)
             with _CACHE_LOCK:
                 if self._cache is not None and _cached + batch.nbytes <= CACHE_BYTES:
-                    self._cache[shard, i] = batch
+                    self._cache[key] = batch
                     _cached += batch.nbytes
         return batch
 
@@ -137,16 +145,18 @@ class SearchIndex:
             _cached -= sum(batch.nbytes for batch in (self._cache or {}).values())
             self._cache = None
 
-    def _shard(self, shard: int) -> tuple[pa.ipc.RecordBatchFileReader, np.ndarray, np.ndarray]:
+    def _shard(self, shard: int, files: tuple[str, str, str]) -> tuple[pa.ipc.RecordBatchFileReader, np.ndarray,
+                                                                       np.ndarray]:
+        """A shard's lines (or its pieces: `files`), their offsets and postings."""
         with self._lock:
-            if shard not in self._arrays:
-                lines = pa.ipc.open_file(pa.memory_map(str(search_shard_path(self.store, shard, LINES_FILE))))
+            if (shard, files[0]) not in self._arrays:
+                lines = pa.ipc.open_file(pa.memory_map(str(search_shard_path(self.store, shard, files[0]))))
                 offsets, postings = (np.load(search_shard_path(self.store, shard, name), mmap_mode="r")
-                                     for name in (OFFSETS_FILE, POSTINGS_FILE))
+                                     for name in files[1:])
                 if len(offsets) == 0 or int(offsets[-1]) != len(postings):
                     raise ValueError(f"search index of code part {shard}: lines and postings disagree")
-                self._arrays[shard] = (lines, offsets, postings)
-            return self._arrays[shard]
+                self._arrays[shard, files[0]] = (lines, offsets, postings)
+            return self._arrays[shard, files[0]]
 
 
 def _rows_of(lines: np.ndarray, offsets: np.ndarray, postings: np.ndarray) -> np.ndarray:
