@@ -15,38 +15,56 @@ import pyarrow.parquet as pq
 import pytest
 
 from queries import api
-from queries.ingest import index_grams
+from queries.ingest import index_grams, search_build
 from queries.search.grams import GramPart, text_grams
 from queries.store import CODE_SCHEMA, SEARCH_DIR, code_path, search_path
-from tests.test_search_index import REALWORLD, _check, _patterns, _programs
+from tests.test_search_index import REALWORLD, _check, _expected, _patterns, _programs
 
 pytestmark = pytest.mark.usefixtures("empty_runs")
 
 
 @pytest.fixture(scope="module")
 def mixed_store(tmp_path_factory) -> Path:
-    """The real programs with a 1 MB budget for a shard's index: the full shards' segments are over what a line
-    merge may hold, so they get trigrams; the last, small one keeps its lines."""
+    """The real programs in five code shards: 0 and 4 keep their lines; 1 and 3 are told their lines do not
+    repeat enough (trigrams and pieces); 2 gets a 1 MB budget, under what its segments' lines and its pieces
+    would hold (trigrams alone). One worker, so that the choice can be steered in this process."""
     if not (REALWORLD / "train.parquet").is_file():
         pytest.skip(f"{REALWORLD} not present")
-    from queries.ingest import ingest
+    from queries.ingest import ingest, search_build
+
+    real = search_build.index_shard
+
+    def steered(folder, shard, rows, budget):
+        if shard == 2:
+            return real(folder, shard, rows, 1 << 20)
+        share, small = search_build.LINE_SHARE, search_build.SMALL_LINES
+        if shard in (1, 3):
+            search_build.LINE_SHARE = search_build.SMALL_LINES = 0
+        try:
+            return real(folder, shard, rows, budget)
+        finally:
+            search_build.LINE_SHARE, search_build.SMALL_LINES = share, small
 
     store = tmp_path_factory.mktemp("mixed") / "store"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TLX_INDEX_BUILD_MB", "1")
-        ingest([str(REALWORLD)], store, progress=False, workers=2, code_rows_per_group=16, rows_per_shard=512,
+        mp.setattr(search_build, "index_shard", steered)
+        ingest([str(REALWORLD)], store, progress=False, workers=1, code_rows_per_group=16, rows_per_shard=512,
                syntax_check=False)
     return store
 
 
 def test_each_shard_is_said_to_have_lines_or_trigrams(mixed_store):
-    parts = json.loads((mixed_store / SEARCH_DIR / "index.json").read_text())["parts"]
-    assert parts["grams"] and parts["lines"] and sorted(parts["grams"] + parts["lines"]) == [0, 1, 2, 3, 4]
-    assert json.loads((mixed_store / "meta.json").read_text())["search_index"]["parts"] == parts
-    for shard in parts["grams"]:  # a shard has the files of its structure alone
+    meta = json.loads((mixed_store / SEARCH_DIR / "index.json").read_text())
+    assert meta["parts"] == {"lines": [0, 4], "grams": [1, 2, 3]}
+    assert json.loads((mixed_store / "meta.json").read_text())["search_index"]["parts"] == meta["parts"]
+    assert [c["part"] for c in meta["choices"] if c.get("pieces")] == [1, 3]
+    assert meta["choices"][2]["segment_line_bytes"] * search_build.LINE_MERGE_FACTOR > 1 << 20  # not merged
+    assert "distinct_line_bytes" not in meta["choices"][2]
+    for shard in (1, 2, 3):  # a shard has the files of its structure alone
         assert search_path(mixed_store, f"part-{shard:05d}.gram_rows.npy").is_file()
         assert not search_path(mixed_store, f"part-{shard:05d}.lines.arrow").exists()
-    for shard in parts["lines"]:
+        assert search_path(mixed_store, f"part-{shard:05d}.pieces.arrow").is_file() == (shard != 2)
+    for shard in (0, 4):
         assert search_path(mixed_store, f"part-{shard:05d}.lines.arrow").is_file()
         assert not search_path(mixed_store, f"part-{shard:05d}.gram_rows.npy").exists()
     assert not list(mixed_store.parent.glob(f".{mixed_store.name}.building-*"))  # spills went with the build
@@ -60,6 +78,19 @@ def test_literals_equal_a_full_scan_with_trigram_shards(mixed_store):
         _check(mixed_store, ids, texts, pattern.swapcase(), ignore_case=True)
     methods = {api.search_code(mixed_store, p, limit=1).method for p in ["tl.load", "no such text anywhere", "\n"]}
     assert methods == {"index + verify", "index", "scan"}  # the trigram shards' rows are read and matched
+
+
+def test_pieces_decide_the_rows_of_their_shards(mixed_store):
+    """A literal found in a shard's pieces is a hit without reading the row: of shards 1 and 3 (pieces), few of
+    the rows holding `tl.load` are read; of shard 2 (trigrams alone), every one."""
+    ids, texts, _ = _programs(mixed_store)
+    holding = set(_expected(ids, texts, "tl.load", False, False))
+    docs = pa.ipc.open_file(search_path(mixed_store, "docs.arrow")).read_all()
+    held = {s: sum(1 for i, d in zip(docs["id"].to_pylist(), docs["shard"].to_pylist(), strict=True)
+                   if d == s and i in holding) for s in (1, 2, 3)}
+    result = api.search_code(mixed_store, "tl.load", limit=1)
+    assert held[1] + held[3] > 300 and result.total == len(holding)
+    assert held[2] <= result.rows_scanned < held[2] + (held[1] + held[3]) // 10
 
 
 def test_regexes_equal_a_full_scan_with_trigram_shards(mixed_store):

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from queries.ingest.index_lines import NEWLINE
+from queries.ingest.index_segments import distinct_sorted
 
 _WORD = np.zeros(256, bool)
 _WORD[[*range(ord("0"), ord("9") + 1), *range(ord("A"), ord("Z") + 1), *range(ord("a"), ord("z") + 1),
@@ -38,19 +39,23 @@ def chunk_pieces(data: np.ndarray, offsets: np.ndarray) -> tuple[pa.StringArray,
     bounds = np.flatnonzero(change)
     values = pa.StringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds.astype(np.int32)),
                                          pa.py_buffer(data))
-    row = (np.searchsorted(offsets, bounds[:-1], side="right") - 1).astype(np.uint64)
+    row = np.searchsorted(offsets, bounds[:-1], side="right") - 1
     is_word = word[bounds[:-1]]
-    ids = pc.dictionary_encode(values).indices.to_numpy().astype(np.uint64)
-    pairs = np.unique((ids[is_word] << np.uint64(32)) | row[is_word])  # distinct (word, text)
-    texts_of = np.bincount((pairs >> np.uint64(32)).astype(np.int64), minlength=int(ids.max()) + 1)
-    cut = newline[bounds[:-1]] | (is_word & (texts_of[ids.astype(np.int64)] == 1))
+    encoded = pc.dictionary_encode(values)
+    ids = encoded.indices.to_numpy()
+    # a word's first and last text (values are in text order; numpy keeps the last of repeated assignments,
+    # and were it not so, only where the cuts fall would change)
+    first, last = np.empty(len(encoded.dictionary), np.int64), np.empty(len(encoded.dictionary), np.int64)
+    first[ids[::-1]] = row[::-1]
+    last[ids] = row
+    cut = newline[bounds[:-1]] | (is_word & (first[ids] == last[ids]))
     # pieces: the runs of values between cuts (and texts' ends), over the same bytes
     edge = np.concatenate(([True], cut[1:] | cut[:-1] | (row[1:] != row[:-1]), [True]))
     piece_bounds = bounds[np.flatnonzero(edge)]
     is_piece = ~cut[np.flatnonzero(edge)[:-1]]
     pieces = pa.StringArray.from_buffers(len(piece_bounds) - 1, pa.py_buffer(piece_bounds.astype(np.int32)),
                                          pa.py_buffer(data)).filter(pa.array(is_piece))
-    piece_row = row[np.flatnonzero(edge)[:-1]][is_piece]
+    piece_row = row[np.flatnonzero(edge)[:-1]][is_piece].astype(np.uint64)
     encoded = pc.dictionary_encode(pieces)
     piece_ids = encoded.indices.to_numpy().astype(np.uint64)
-    return encoded.dictionary, np.unique((piece_ids << np.uint64(32)) | piece_row)
+    return encoded.dictionary, distinct_sorted((piece_ids << np.uint64(32)) | piece_row)

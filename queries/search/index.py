@@ -14,7 +14,9 @@ next use); an index that is no longer open (a rebuilt store's old one) frees its
 
 A shard whose lines rarely repeat has a trigram index instead (`queries/search/grams.py`; index.json's "parts"
 says which shards): there the rows holding every trigram of a query's literal are only a superset, returned as
-rows to read and match (`rows_with_lines`'s second array), less those its reference already decides.
+rows to read and match (`rows_with_lines`'s second array), less those already decided: by their reference, or,
+for a plain literal, by the shard's pieces (its lines cut at words one text holds, `queries/ingest/
+index_pieces.py`, in the lines' format and matched the same way: a piece holding the literal is a line holding it).
 """
 
 from __future__ import annotations
