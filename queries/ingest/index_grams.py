@@ -100,9 +100,10 @@ def _keys(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 
 def _spill_keys(folder: Path, shard: int, spill: Path, chunk_bytes: int,
-                piece_bytes: int) -> tuple[list[tuple[int, int, int]], np.ndarray, int, list[Path]]:
+                piece_bytes: int) -> tuple[list[tuple[int, np.ndarray, int]], np.ndarray, int, list[Path]]:
     """Each chunk's sorted keys, one after another in `spill`, and its pieces in a file of their own; returns
-    (first key, keys, first row) per chunk, the keys per trigram prefix, the part's rows and the pieces' files."""
+    (first key, where each trigram prefix's keys start from it, first row) per chunk, the keys per trigram
+    prefix, the part's rows and the pieces' files."""
     chunks, first_key, first_row = [], 0, 0
     per_prefix = np.zeros(1 << PREFIX_BITS, np.int64)
     code = pq.ParquetFile(code_path(folder, shard))
@@ -118,11 +119,12 @@ def _spill_keys(folder: Path, shard: int, spill: Path, chunk_bytes: int,
                 spilled_pieces += spill_pieces(path, *chunk_pieces(data, offsets), first_row)
                 pieces.append(path)
                 if spilled_pieces > piece_bytes:  # what the merge would hold: the part gets no pieces
-                    for path in pieces:
-                        path.unlink()
+                    for spilled in pieces:
+                        spilled.unlink()
                     pieces = None
-            per_prefix += np.bincount(keys >> np.uint32(32 - PREFIX_BITS), minlength=len(per_prefix))
-            chunks.append((first_key, len(keys), first_row))
+            counts = np.bincount(keys >> np.uint32(32 - PREFIX_BITS), minlength=len(per_prefix))
+            per_prefix += counts
+            chunks.append((first_key, np.concatenate(([0], np.cumsum(counts))), first_row))
             first_key += len(keys)
             first_row += len(texts)
     return chunks, per_prefix, first_row, pieces or []
@@ -130,13 +132,13 @@ def _spill_keys(folder: Path, shard: int, spill: Path, chunk_bytes: int,
 
 def spill_pieces(path: Path, pieces: pa.StringArray, pairs: np.ndarray, first_row: int) -> int:
     """Write a chunk's distinct pieces and (piece << 32 | row) pairs, rows counted from `first_row`, as a
-    segment file is written (`index_segments.read_pieces` reads it); returns the pieces' bytes."""
+    segment file is written (`index_segments.read_pieces` reads it); returns the bytes of pieces and pairs."""
     offsets = np.frombuffer(pieces.buffers()[1], np.int32)[pieces.offset : pieces.offset + len(pieces) + 1]
     data = text_data(pieces)[offsets[0] : offsets[-1]]
     with open(path, "wb") as out:
         for array in (offsets - offsets[0], data, pairs + np.uint64(first_row)):
             np.save(out, array)
-    return len(data)
+    return len(data) + pairs.nbytes
 
 
 def _chunks(code: pq.ParquetFile, chunk_bytes: int):
@@ -154,43 +156,41 @@ def _chunks(code: pq.ParquetFile, chunk_bytes: int):
         yield code.read_row_groups(groups, columns=["x"])["x"].combine_chunks()
 
 
-def _merge(folder: Path, shard: int, spill: Path, chunks: list[tuple[int, int, int]], per_prefix: np.ndarray,
-           rows: int, range_keys: int) -> int:
-    """The spilled keys, a range of trigram prefixes at a time, as posting lists: sparse rows, or a bitmap
-    where a trigram is in over a 16th of the rows."""
-    keys = np.memmap(spill, np.uint32, "r") if spill.stat().st_size else np.empty(0, np.uint32)
+def _merge(folder: Path, shard: int, spill: Path, chunks: list[tuple[int, np.ndarray, int]],
+           per_prefix: np.ndarray, rows: int, range_keys: int) -> int:
+    """The spilled keys, a range of trigram prefixes at a time (read, not mapped: the memory is the range's), as
+    posting lists: sparse rows, or a bitmap where a trigram is in over a 16th of the rows."""
     row_type = np.uint16 if rows <= 1 << 16 else np.uint32
     sparse, offsets, posted, dense, bitmaps = [], [np.zeros(1, np.int64)], [], [], []
     posted_so_far = 0
-    for low, high in _ranges(per_prefix, range_keys):
-        grams, at = [], []
-        for first, count, first_row in chunks:
-            part = keys[first : first + count]
-            a = int(np.searchsorted(part, np.uint32(low << (32 - PREFIX_BITS))))
-            b = int(np.searchsorted(part, np.uint32(high << (32 - PREFIX_BITS)))) if high < len(per_prefix) else \
-                len(part)
-            grams.append(part[a:b] >> np.uint32(ROW_BITS))
-            at.append((part[a:b] & np.uint32(CHUNK_ROWS - 1)) + np.uint32(first_row))
-        gram, row = np.concatenate(grams), np.concatenate(at)
-        del grams, at
-        order = np.argsort(gram, kind="stable")  # rows stay ascending within a trigram (chunks are in row order)
-        gram, row = gram[order], row[order]
-        del order
-        starts = np.flatnonzero(np.concatenate(([True], gram[1:] != gram[:-1]))) if len(gram) else np.empty(0, int)
-        counts = np.diff(np.append(starts, len(gram)))
-        is_dense = counts * 16 > rows
-        sparse.append(gram[starts[~is_dense]])
-        in_sparse = np.repeat(~is_dense, counts)
-        sparse_rows = row[in_sparse].astype(row_type)
-        offsets.append(np.cumsum(counts[~is_dense]) + posted_so_far)
-        posted_so_far += len(sparse_rows)
-        posted.append(sparse_rows)
-        if is_dense.any():
-            dense.append(gram[starts[is_dense]])
-            which = np.repeat(np.cumsum(is_dense) - 1, counts)[~in_sparse]
-            bits = np.zeros((int(is_dense.sum()), rows), bool)
-            bits[which, row[~in_sparse]] = True
-            bitmaps.append(np.packbits(bits, axis=1))
+    with open(spill, "rb") as spilled:
+        for low, high in _ranges(per_prefix, range_keys):
+            grams, at = [], []
+            for first, prefix_at, first_row in chunks:
+                spilled.seek((first + int(prefix_at[low])) * 4)
+                part = np.fromfile(spilled, np.uint32, int(prefix_at[high]) - int(prefix_at[low]))
+                grams.append(part >> np.uint32(ROW_BITS))
+                at.append((part & np.uint32(CHUNK_ROWS - 1)) + np.uint32(first_row))
+            gram, row = np.concatenate(grams), np.concatenate(at)
+            del grams, at
+            order = np.argsort(gram, kind="stable")  # rows stay ascending within a trigram (chunks are in row order)
+            gram, row = gram[order], row[order]
+            del order
+            starts = np.flatnonzero(np.concatenate(([True], gram[1:] != gram[:-1]))) if len(gram) else np.empty(0, int)
+            counts = np.diff(np.append(starts, len(gram)))
+            is_dense = counts * 16 > rows
+            sparse.append(gram[starts[~is_dense]])
+            in_sparse = np.repeat(~is_dense, counts)
+            sparse_rows = row[in_sparse].astype(row_type)
+            offsets.append(np.cumsum(counts[~is_dense]) + posted_so_far)
+            posted_so_far += len(sparse_rows)
+            posted.append(sparse_rows)
+            if is_dense.any():
+                dense.append(gram[starts[is_dense]])
+                which = np.repeat(np.cumsum(is_dense) - 1, counts)[~in_sparse]
+                bits = np.zeros((int(is_dense.sum()), rows), bool)
+                bits[which, row[~in_sparse]] = True
+                bitmaps.append(np.packbits(bits, axis=1))
     for name, parts, dtype in ((SPARSE_FILE, sparse, np.uint32), (GRAM_OFFSETS_FILE, offsets, np.uint32),
                                (GRAM_ROWS_FILE, posted, row_type), (DENSE_FILE, dense, np.uint32)):
         np.save(search_shard_path(folder, shard, name), np.concatenate(parts).astype(dtype) if parts else

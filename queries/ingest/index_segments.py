@@ -54,6 +54,14 @@ def read_segment(path: Path) -> tuple[list[str], np.ndarray, pa.StringArray, np.
     return _strings(head_offsets, head_data).to_pylist(), row_head, _strings(offsets, data), pairs
 
 
+def segment_sizes(path: Path) -> tuple[int, int, int]:
+    """(bytes of its distinct heads, of its distinct lines, of its rows' candidate lines), reading the offsets
+    and the pairs alone."""
+    head_offsets, _, _, offsets, _, pairs = _mapped_arrays(path, 6)
+    sizes = np.diff(offsets)
+    return int(head_offsets[-1]), int(offsets[-1]), int(sizes[pairs.view(np.uint32)[1::2]].sum())
+
+
 def read_pieces(path: Path) -> tuple[pa.StringArray, np.ndarray]:
     """A chunk's distinct pieces and sorted (piece << 32 | row) pairs (`index_grams.spill_pieces`)."""
     offsets, data, pairs = _mapped_arrays(path, 3)

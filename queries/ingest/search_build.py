@@ -50,7 +50,7 @@ import pyarrow.parquet as pq
 from common.settings import load_settings
 from queries.ingest.index_grams import index_part_grams, remove_spills
 from queries.ingest.index_lines import NEWLINE, text_data, text_offsets
-from queries.ingest.index_segments import SEGMENT_DIR, part_segments, read_pieces, read_segment
+from queries.ingest.index_segments import SEGMENT_DIR, part_segments, read_pieces, read_segment, segment_sizes
 from queries.ingest.processes import process_pool, stop_pool
 from queries.ingest.progress import say
 from queries.store import (
@@ -128,38 +128,19 @@ def index_shard(folder: Path, shard: int, rows: int, budget: int) -> tuple[list[
     postings, or its trigrams (module doc: which, in at most `budget` bytes); returns its distinct references
     (keys, texts), each row's position among them, the choice (its "structure", "lines" or "grams", and the
     bytes it was made from) and its distinct lines or trigrams. Runs in a worker process."""
-    keys: dict[bytes, int] = {}
-    texts: list[str] = []
-    row_ref = np.empty(rows, np.int32)
-    batch_lines, batch_pairs = [], []
-    first = line_bytes = candidate_bytes = 0
-    for position, path in part_segments(folder, shard):
-        if position != first:
-            raise RuntimeError(f"{path}: a segment of code part {shard} at row {position} where row {first} was due")
-        heads, row_head, lines, pairs = read_segment(path)
-        row_ref[first : first + len(row_head)] = _reference_ids(keys, texts, heads)[row_head]
-        first += len(row_head)
-        if len(lines):  # (a chunk without lines would be dropped from the merge's encoding)
-            sizes = np.diff(text_offsets(lines))
-            line_bytes += int(sizes.sum())
-            candidate_bytes += int(sizes[pairs.view(np.uint32)[1::2]].sum())
-            if line_bytes * LINE_MERGE_FACTOR <= budget:  # (past it, the segments' lines are not kept)
-                batch_lines.append(lines)
-                batch_pairs.append(pairs)
-    if first != rows:
-        raise RuntimeError(f"the search index's segments of code part {shard} hold {first} of its {rows} rows")
-    choice = {"segment_line_bytes": line_bytes, "candidate_bytes": candidate_bytes}
+    segments = part_segments(folder, shard)
+    sizes = np.array([segment_sizes(path) for _, path in segments], np.int64).reshape(-1, 3).sum(axis=0)
+    choice = {"segment_line_bytes": int(sizes[1]), "candidate_bytes": int(sizes[2])}
     row_type = np.uint16 if rows <= 1 << 16 else np.uint32
-    if line_bytes * LINE_MERGE_FACTOR <= budget:
+    if (sizes[0] + sizes[1]) * LINE_MERGE_FACTOR <= budget:
+        keys, texts, row_ref, batch_lines, batch_pairs = _read_segments(segments, shard, rows)
         distinct, offsets, postings = _merge(batch_lines, batch_pairs, row_type)
         bounds = text_offsets(distinct)
         choice["distinct_line_bytes"] = int(bounds[-1]) - int(bounds[0])
-        if choice["distinct_line_bytes"] <= max(LINE_SHARE * candidate_bytes, SMALL_LINES):
+        if choice["distinct_line_bytes"] <= max(LINE_SHARE * choice["candidate_bytes"], SMALL_LINES):
             _write_lines(folder, shard, (LINES_FILE, OFFSETS_FILE, POSTINGS_FILE), distinct, offsets, postings)
             return list(keys), texts, row_ref, {"structure": "lines", **choice}, len(distinct)
-        del distinct, offsets, postings
-    batch_lines.clear()
-    batch_pairs.clear()
+        del keys, texts, row_ref, distinct, offsets, postings
     grams, pieces = index_part_grams(folder, shard, budget, budget // LINE_MERGE_FACTOR)
     try:
         if pieces:
@@ -172,7 +153,30 @@ def index_shard(folder: Path, shard: int, rows: int, budget: int) -> tuple[list[
     finally:
         for path in pieces:
             path.unlink(missing_ok=True)
-    return list(keys), texts, row_ref, {"structure": "grams", **choice}, grams
+    # the trigrams and pieces hold the whole texts, heads too: every row's head is the empty one
+    return [_key("")], [""], np.zeros(rows, np.int32), {"structure": "grams", **choice}, grams
+
+
+def _read_segments(segments: list[tuple[int, Path]], shard: int,
+                   rows: int) -> tuple[dict[bytes, int], list[str], np.ndarray, list[pa.Array], list[np.ndarray]]:
+    """A shard's distinct heads (by key, and their texts), each row's head, and its segments' lines and pairs."""
+    keys: dict[bytes, int] = {}
+    texts: list[str] = []
+    row_ref = np.empty(rows, np.int32)
+    batch_lines, batch_pairs = [], []
+    first = 0
+    for position, path in segments:
+        if position != first:
+            raise RuntimeError(f"{path}: a segment of code part {shard} at row {position} where row {first} was due")
+        heads, row_head, lines, pairs = read_segment(path)
+        row_ref[first : first + len(row_head)] = _reference_ids(keys, texts, heads)[row_head]
+        first += len(row_head)
+        if len(lines):  # (a chunk without lines would be dropped from the merge's encoding)
+            batch_lines.append(lines)
+            batch_pairs.append(pairs)
+    if first != rows:
+        raise RuntimeError(f"the search index's segments of code part {shard} hold {first} of its {rows} rows")
+    return keys, texts, row_ref, batch_lines, batch_pairs
 
 
 def _write_lines(folder: Path, shard: int, names: tuple[str, str, str], distinct: pa.StringArray,
@@ -189,12 +193,16 @@ def _reference_ids(keys: dict[bytes, int], texts: list[str], references: list[st
     `texts`), those not seen yet added."""
     ids = np.empty(len(references), np.int32)
     for i, text in enumerate(references):
-        key = hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+        key = _key(text)
         if key not in keys:
             keys[key] = len(texts)
             texts.append(text)
         ids[i] = keys[key]
     return ids
+
+
+def _key(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
 
 
 def _newline_ended(lines: pa.StringArray) -> pa.StringArray:
