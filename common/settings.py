@@ -154,5 +154,5 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         duckdb_memory=env.get("TLX_DUCKDB_MEMORY", "2GB"),
         query_timeout_s=float(env.get("TLX_QUERY_TIMEOUT_S", "10")),
         search_cache_mb=int(env.get("TLX_SEARCH_CACHE_MB", "1200")),
-        index_build_mb=int(env.get("TLX_INDEX_BUILD_MB", "768")),
+        index_build_mb=int(env.get("TLX_INDEX_BUILD_MB", "1024")),
     )
