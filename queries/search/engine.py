@@ -39,6 +39,7 @@ from queries.search.rewrite import line_patterns
 from queries.search.scan import Group, Scanned, Scanner
 
 MAX_LIMIT = 1000
+_CONTEXT = re.compile(r"[$^]|\\[bBAz]")  # what a regex may see around its match
 MEMO_BYTES = 64 << 20  # matching rows (ids and locations) of recent complete searches, per process
 SNIPPET_CONTEXT = 60
 LONGEST_LITERAL = 100_000  # RE2 cannot compile a literal of ~1M characters: a longer one narrows by its start
@@ -296,9 +297,12 @@ def _decided(index: SearchIndex, pattern: str, regex: str | None,
 
 
 def _line_query(regex: str, pieces: list[str], fold: bool) -> LineQuery:
-    """The lines `regex` matches, with the longest text they all hold (in any case where `fold`)."""
+    """The lines `regex` matches, with the longest text they all hold (in any case where `fold`); `plain` where
+    it has no anchor nor word boundary (`^`, `$`, `\\b`, `\\B`, `\\A`, `\\z`, or a `^` of a class: told by
+    its text), so that what it matches in part of a line it matches in the line."""
     longest = _longest(pieces)
-    return LineQuery(regex, any_case=longest) if fold else LineQuery(regex, longest)
+    plain = _CONTEXT.search(regex) is None
+    return LineQuery(regex, any_case=longest, plain=plain) if fold else LineQuery(regex, longest, plain=plain)
 
 
 def _pieces(literals: list[str]) -> list[str]:
