@@ -30,8 +30,11 @@ one is chosen per shard, in `STRUCTURE`'s two steps, and said in index.json (and
 - the segments' lines over `index_build_mb` / `LINE_MERGE_FACTOR` (what the merge would hold): trigrams, no merge;
 - else merged, and the distinct lines over `LINE_SHARE` of the shard's candidate bytes (and over `SMALL_LINES`):
   trigrams, the merge dropped.
-So a worker's memory is bounded by `index_build_mb` (TLX_INDEX_BUILD_MB) whatever the text: the line merge only
-below it, the trigram build spilling its keys to the build folder.
+A trigram shard also gets its pieces (`index_pieces.py`: its lines cut at words one text holds, in the lines'
+format: `part-NNNNN.pieces.arrow`, `piece_offsets.npy`, `piece_postings.npy`), unless what its chunks spilled of
+them is over `index_build_mb` / `PIECES_MERGE_FACTOR`. So a worker's memory is bounded by `index_build_mb`
+(TLX_INDEX_BUILD_MB) whatever the text: the line merge only below it, the trigram build spilling its keys and
+pieces to the build folder.
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ from queries.store import (
 
 LINES_PER_BATCH = 1 << 16  # distinct lines per compressed batch of a lines file
 LINE_MERGE_FACTOR = 4  # a line merge's peak memory per byte of its segments' lines (mapped, encoded, postings)
+PIECES_MERGE_FACTOR = 2  # a pieces merge's peak memory per byte spilled (pieces and their 8-byte pairs)
 LINE_SHARE = 0.4  # a shard whose distinct lines are a larger share of its candidate bytes gets trigrams,
 SMALL_LINES = 8 << 20  # unless they are fewer bytes than this (searched in milliseconds whatever their share)
 DOCS_FILE = "docs.arrow"
@@ -141,7 +145,7 @@ def index_shard(folder: Path, shard: int, rows: int, budget: int) -> tuple[list[
             _write_lines(folder, shard, (LINES_FILE, OFFSETS_FILE, POSTINGS_FILE), distinct, offsets, postings)
             return list(keys), texts, row_ref, {"structure": "lines", **choice}, len(distinct)
         del keys, texts, row_ref, distinct, offsets, postings
-    grams, pieces = index_part_grams(folder, shard, budget, budget // LINE_MERGE_FACTOR)
+    grams, pieces = index_part_grams(folder, shard, budget, budget // PIECES_MERGE_FACTOR)
     try:
         if pieces:
             batches = [read_pieces(path) for path in pieces]
@@ -149,7 +153,7 @@ def index_shard(folder: Path, shard: int, rows: int, budget: int) -> tuple[list[
                                                  [b[1] for b in batches if len(b[0])], row_type)
             del batches
             _write_lines(folder, shard, PIECE_FILES, distinct, offsets, postings)
-            choice["pieces"] = len(distinct)
+        choice["pieces"] = len(distinct) if pieces else 0  # 0: none, or over what the merge may hold
     finally:
         for path in pieces:
             path.unlink(missing_ok=True)
