@@ -8,9 +8,9 @@ part whose text holds it. A literal's rows are among those holding all of its tr
 matches those rows (`queries/search/index.py`), so the answer is a full scan's.
 
 Built in bounded memory: the part's texts are read back a chunk of row groups at a time (at most `CHUNK_ROWS`
-rows and about a 32nd of the budget's bytes), each chunk's distinct (trigram << 11 | row) keys sorted and spilled
+rows and about a 64th of the budget's bytes), each chunk's distinct (trigram << 11 | row) keys sorted and spilled
 to one file in the build folder (`SPILL_DIR`); the keys are then merged a range of trigrams at a time (ranges
-cut from a count of keys per trigram prefix, each at most a 16th of the budget's bytes) into the files:
+cut from a count of keys per trigram prefix, each at most a 64th of the budget's bytes in keys) into the files:
 
     search/part-NNNNN.gram_sparse.npy   uint32 trigrams with few rows, ascending
     search/part-NNNNN.gram_offsets.npy  uint32; gram_rows[offsets[i]:offsets[i+1]] are sparse trigram i's rows
@@ -46,8 +46,8 @@ ROW_BITS = 32 - GRAM_BITS
 CHUNK_ROWS = 1 << ROW_BITS  # rows of a chunk: a key holds the row within its chunk
 PREFIX_BITS = 14  # keys are counted per trigram prefix (its first two bytes) to cut the merge's ranges
 SPILL_DIR = "search-grams"  # in the build folder, one file per code part while it is indexed
-BYTES_PER_TEXT_BYTE = 32  # a chunk's peak memory per byte of its texts (codes, keys, the sort's indices)
-BYTES_PER_KEY = 48  # the merge's peak memory per key of a range (rows, trigrams, the sort's indices, bitmaps)
+BYTES_PER_TEXT_BYTE = 64  # a chunk's peak memory per byte of its texts (codes, keys, the sort's indices, pieces)
+BYTES_PER_KEY = 64  # the merge's peak memory per key of a range (rows, trigrams, the sort's indices, bitmaps)
 
 
 def index_part_grams(folder: Path, shard: int, budget_bytes: int, piece_bytes: int) -> tuple[int, list[Path]]:
