@@ -10,7 +10,7 @@ matches those rows (`queries/search/index.py`), so the answer is a full scan's.
 Built in bounded memory: the part's texts are read back a chunk of row groups at a time (at most `CHUNK_ROWS`
 rows and about a 64th of the budget's bytes), each chunk's distinct (trigram << 11 | row) keys sorted and spilled
 to one file in the build folder (`SPILL_DIR`); the keys are then merged a range of trigrams at a time (ranges
-cut from a count of keys per trigram prefix, each at most a 64th of the budget's bytes in keys) into the files:
+cut from a count of keys per trigram prefix, each of at most budget / 64 keys: 64 bytes a key) into the files:
 
     search/part-NNNNN.gram_sparse.npy   uint32 trigrams with few rows, ascending
     search/part-NNNNN.gram_offsets.npy  uint32; gram_rows[offsets[i]:offsets[i+1]] are sparse trigram i's rows
