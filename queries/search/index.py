@@ -38,7 +38,7 @@ from queries.store import (
     OFFSETS_FILE,
     PIECE_FILES,
     POSTINGS_FILE,
-    SEARCH_INDEX_VERSION,
+    SEARCH_INDEX_READ,
     SEARCH_META,
     StoreError,
     search_path,
@@ -56,8 +56,8 @@ _CACHE_LOCK = threading.Lock()
 class SearchIndex:
     def __init__(self, store: Path):
         meta = json.loads(search_path(store, SEARCH_META).read_text())
-        if meta.get("version") != SEARCH_INDEX_VERSION:
-            raise ValueError(f"search index version {meta.get('version')!r}, this code reads {SEARCH_INDEX_VERSION}")
+        if meta.get("version") not in SEARCH_INDEX_READ:
+            raise ValueError(f"search index version {meta.get('version')!r}, this code reads {SEARCH_INDEX_READ}")
         self.store = store
         self.docs = _mapped(search_path(store, "docs.arrow"))
         refs = _mapped(search_path(store, "refs.arrow"))
@@ -67,7 +67,7 @@ class SearchIndex:
         shards = self.docs["shard"].to_numpy()
         self.shards = np.unique(shards).tolist()
         self.base = {s: int(np.searchsorted(shards, s)) for s in self.shards}  # first row of each shard
-        gram_shards = set(meta["parts"]["grams"])
+        gram_shards = set(meta.get("parts", {}).get("grams", []))  # (version 2: none)
         self.grams = {s: GramPart(store, s, int(np.count_nonzero(shards == s))) for s in self.shards
                       if s in gram_shards}
         self.line_shards = [s for s in self.shards if s not in gram_shards]
