@@ -281,6 +281,9 @@ def test_decompressed_lines_are_kept_within_the_budget_and_freed_with_their_inde
     ids, texts, _ = _programs(realworld_store)
     copy = tmp_path / "copy"
     shutil.copytree(realworld_store, copy)
+    with search_index._OPEN_LOCK:  # indexes other tests left open would go as this one opens, freeing room
+        while search_index._OPEN:
+            search_index._OPEN.popitem()[1].forget_batches()
     monkeypatch.setattr(search_index, "CACHE_BYTES", search_index._cached + (1 << 17))  # room for a few batches
     for _ in range(2):  # the second search reads batches kept and batches decompressed again
         search.forget_searches()
