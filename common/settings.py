@@ -133,6 +133,7 @@ class Settings:
     duckdb_memory: str
     query_timeout_s: float
     search_cache_mb: int  # decompressed search-index lines a process keeps (queries.search.index)
+    index_build_mb: int  # memory one code part's search index build may use (queries.ingest.search_build)
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
@@ -153,4 +154,5 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         duckdb_memory=env.get("TLX_DUCKDB_MEMORY", "2GB"),
         query_timeout_s=float(env.get("TLX_QUERY_TIMEOUT_S", "10")),
         search_cache_mb=int(env.get("TLX_SEARCH_CACHE_MB", "1200")),
+        index_build_mb=int(env.get("TLX_INDEX_BUILD_MB", "1024")),
     )

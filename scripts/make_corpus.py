@@ -1,7 +1,7 @@
 """Generate a corpus shaped like the real dataset from real programs, for ingest and query benchmarks only.
 
     python scripts/make_corpus.py --rows 601000 --out .bench/corpus [--real ../shared/data/realworld]
-                                  [--one-row-group] [--one-file] [--top-share 0.55] [--seed 0]
+                                  [--one-row-group] [--one-file] [--top-share 0.55] [--unique-lines] [--seed 0]
 
 Every row starts from a real program of `--real` (KernelBench references with LLM-written Triton candidates):
 train rows from its train.parquet, test rows (with their `problem_id` and `holdout_group`) from its test.parquet,
@@ -15,7 +15,10 @@ templates. About 1 in 5000 candidates has its kernels repeated to ~300k characte
 `--one-row-group` writes each file as a single row group (the worst case for a streaming reader; needs the whole
 file in memory while writing). `--one-file` writes every row into one `train.parquet` (test's rows last, with
 their `problem_id` and `holdout_group`; the real train split is one 544k-row file too); `--top-share S` gives one
-problem a share S of the rows (in the real data one problem holds over half of them).
+problem a share S of the rows (in the real data one problem holds over half of them). `--unique-lines` makes
+every line of every row distinct (the worst case for the search index's line index, issue 48): each line ends
+with a comment naming its row and line (`  # u<row>.<line>`), but a line continued by a backslash, which is kept
+as it is so that the programs still parse.
 """
 
 from __future__ import annotations
@@ -100,7 +103,7 @@ class Programs:
         self.bases, self.rng, self.vocabulary = bases, rng, vocabulary
         self.variants: dict[tuple[int, int], tuple[str, list[str]]] = {}
 
-    def text(self, base: int, big: bool) -> str:
+    def text(self, base: int, big: bool, unique_row: int | None = None) -> str:
         key = (base, int(self.rng.integers(self.VARIANTS)))
         if key not in self.variants:
             self.variants[key] = _mutate(self.bases[base], self.rng, self.vocabulary)
@@ -110,7 +113,17 @@ class Programs:
             candidate = candidate.replace(name, f"{name}_{int(self.rng.integers(1_000_000))}")
         if big:
             candidate = (candidate + "\n") * (BIG_CHARS // max(len(candidate), 1) + 1)
-        return self.bases[base].reference + candidate
+        text = self.bases[base].reference + candidate
+        return text if unique_row is None else unique_lines(text, unique_row)
+
+
+def unique_lines(text: str, row: int) -> str:
+    """`text` with a comment naming `row` and the line at the end of each line (not of one continued by a
+    backslash, nor of the empty piece after a last newline)."""
+    lines = text.split("\n")
+    last = len(lines) - 1
+    return "\n".join(line if line.endswith("\\") or (i == last and not line) else f"{line}  # u{row}.{i}"
+                     for i, line in enumerate(lines))
 
 
 def load_bases(real: Path, split: str) -> tuple[list[Base], list[str]]:
@@ -171,6 +184,7 @@ def main() -> None:
     parser.add_argument("--one-row-group", action="store_true")
     parser.add_argument("--one-file", action="store_true", help="every row in one train.parquet")
     parser.add_argument("--top-share", type=float, default=0.0, help="share of the rows one problem holds")
+    parser.add_argument("--unique-lines", action="store_true", help="no line repeats, within a row or across rows")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     started = time.monotonic()
@@ -179,6 +193,7 @@ def main() -> None:
     n_test = max(1, round(args.rows * 0.095))
     chunk = 20_000
     one = pq.ParquetWriter(args.out / "train.parquet", _schema(True), compression="zstd") if args.one_file else None
+    first_row = 0  # of the split, over the whole corpus (--unique-lines)
     for split, n in (("test", n_test), ("train", args.rows - n_test)):
         bases, vocabulary = load_bases(args.real, split)
         picks = _skewed_choice(rng, bases, n, args.top_share)
@@ -189,8 +204,9 @@ def main() -> None:
             columns["holdout_group"] = pa.array([bases[i].holdout_group for i in picks.tolist()], pa.string())
         big = rng.random(n) < 1 / 5000
         texts = Programs(bases, rng, vocabulary)
-        programs = ([texts.text(int(picks[i]), bool(big[i])) for i in range(s, min(s + chunk, n))]
-                    for s in range(0, n, chunk))
+        base_row, first_row = first_row, first_row + n  # (the generator is consumed within this iteration)
+        programs = ([texts.text(int(picks[i]), bool(big[i]), base_row + i if args.unique_lines else None)
+                     for i in range(s, min(s + chunk, n))] for s in range(0, n, chunk))
         if one is not None:
             _write(one, columns, programs, args.one_row_group, chunk)
             print(f"{split}: {n:,} rows into {args.out / 'train.parquet'} ({time.monotonic() - started:.0f} s)")

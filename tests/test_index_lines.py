@@ -87,8 +87,8 @@ def test_segments_merge_into_the_index_of_their_code_part(tmp_path):
     write_segments(array.slice(0, 2), cut[:2], [(0, 2, str(segment_path(tmp_path, 0, 0)))])
     write_segments(array.slice(2), cut[2:], [(0, 2, str(segment_path(tmp_path, 0, 2))),
                                              (2, 1, str(segment_path(tmp_path, 0, 4)))])
-    keys, heads, row_ref, lines = search_index.index_shard(tmp_path, 0, 5)
-    assert lines == 3 and heads == ["", "import torch\n", "x\n"] and row_ref.tolist() == [0, 0, 0, 1, 2]
+    keys, heads, row_ref, choice, lines = search_index.index_shard(tmp_path, 0, 5, 1 << 20)
+    assert choice["structure"] == "lines" and lines == 3 and heads == ["", "import torch\n", "x\n"] and row_ref.tolist() == [0, 0, 0, 1, 2]
     got = pa.ipc.open_file(search_path(tmp_path, "part-00000.lines.arrow")).read_all()["text"].to_pylist()
     offsets = np.load(search_path(tmp_path, "part-00000.offsets.npy")).tolist()
     postings = np.load(search_path(tmp_path, "part-00000.postings.npy")).tolist()

@@ -166,6 +166,22 @@ def test_an_index_of_another_version_is_not_read(realworld_store, tmp_path):
     assert result.note == NO_INDEX_NOTE and result.total == len(_expected(ids, texts, "tl.store", False, False))
 
 
+
+def test_an_index_of_version_2_lines_alone_is_still_read(realworld_store, tmp_path):
+    """Version 2 (before issue 48) had lines in every shard, in the same files, and no "parts"."""
+    import json
+
+    old = tmp_path / "version-2"
+    shutil.copytree(realworld_store, old)
+    meta_path = old / SEARCH_DIR / "index.json"
+    meta = json.loads(meta_path.read_text())
+    assert meta["parts"]["grams"] == []  # (small shards keep their lines)
+    meta_path.write_text(json.dumps({k: v for k, v in meta.items() if k not in ("parts", "choices", "grams")}
+                                    | {"version": 2}))
+    ids, texts, _ = _programs(old)
+    result = api.search_code(old, "tl.store", limit=LIMIT)
+    assert result.method == "index" and result.total == len(_expected(ids, texts, "tl.store", False, False))
+
 def test_line_rule():
     assert line_rule(r"tl\.dot\(.*allow_tf32") == LineRule(sound=True, complete=True)  # . stops at a newline
     assert line_rule(r"\bgrid\b|x[a-z_]\d") == LineRule(sound=True, complete=True)
@@ -265,6 +281,9 @@ def test_decompressed_lines_are_kept_within_the_budget_and_freed_with_their_inde
     ids, texts, _ = _programs(realworld_store)
     copy = tmp_path / "copy"
     shutil.copytree(realworld_store, copy)
+    with search_index._OPEN_LOCK:  # indexes other tests left open would go as this one opens, freeing room
+        while search_index._OPEN:
+            search_index._OPEN.popitem()[1].forget_batches()
     monkeypatch.setattr(search_index, "CACHE_BYTES", search_index._cached + (1 << 17))  # room for a few batches
     for _ in range(2):  # the second search reads batches kept and batches decompressed again
         search.forget_searches()

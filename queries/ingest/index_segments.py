@@ -54,6 +54,20 @@ def read_segment(path: Path) -> tuple[list[str], np.ndarray, pa.StringArray, np.
     return _strings(head_offsets, head_data).to_pylist(), row_head, _strings(offsets, data), pairs
 
 
+def segment_sizes(path: Path) -> tuple[int, int, int]:
+    """(bytes of its distinct heads, of its distinct lines, of its rows' candidate lines), reading the offsets
+    and the pairs alone."""
+    head_offsets, _, _, offsets, _, pairs = _mapped_arrays(path, 6)
+    sizes = np.diff(offsets)
+    return int(head_offsets[-1]), int(offsets[-1]), int(sizes[pairs.view(np.uint32)[1::2]].sum())
+
+
+def read_pieces(path: Path) -> tuple[pa.StringArray, np.ndarray]:
+    """A chunk's distinct pieces and sorted (piece << 32 | row) pairs (`index_grams.spill_pieces`)."""
+    offsets, data, pairs = _mapped_arrays(path, 3)
+    return _strings(offsets, data), pairs
+
+
 def _mapped_arrays(path: Path, count: int) -> list[np.ndarray]:
     """The `count` .npy arrays one after another in `path`, over a read-only mapping of it: the file was just
     written, so its pages are in the page cache (read into fresh memory instead, each page costs a fault and a
@@ -112,12 +126,12 @@ def _pairs(line: np.ndarray, rows: np.ndarray, first: int, batch_rows: int) -> n
     (line << bits | row within the segment) where that fits: twice as fast as uint64."""
     bits = max(batch_rows - 1, 1).bit_length()
     if (int(line.max(initial=0)) + 1) << bits <= 1 << 32:
-        packed = _distinct((line.astype(np.uint32) << bits) | rows.astype(np.uint32))
+        packed = distinct_sorted((line.astype(np.uint32) << bits) | rows.astype(np.uint32))
         return ((packed >> bits).astype(np.uint64) << 32) | ((packed & ((1 << bits) - 1)) + first).astype(np.uint64)
-    return _distinct((line.astype(np.uint64) << 32) | (rows + first).astype(np.uint64))
+    return distinct_sorted((line.astype(np.uint64) << 32) | (rows + first).astype(np.uint64))
 
 
-def _distinct(values: np.ndarray) -> np.ndarray:
+def distinct_sorted(values: np.ndarray) -> np.ndarray:
     """The distinct values, sorted (`np.unique` hashes, ~100x slower on these arrays)."""
     values = _radix_sorted(values) if values.dtype == np.uint32 else np.sort(values)
     if len(values) == 0:

@@ -13,7 +13,8 @@ Arrow dictionary encoding as it was read (`index_segments.py`: a segment per bat
 shard's segments' distinct lines are found distinct by another. Files (`queries/store.py`: `search_path`,
 `search_shard_path`):
 
-    search/index.json                       {"version", "docs", "refs", "lines", "seconds"}
+    search/index.json                       {"version", "docs", "refs", "lines", "grams", "parts", "choices",
+                                             "seconds"}
     search/docs.arrow                        one row per program, in code order: id, shard, rg, rg_row, ref
     search/refs.arrow                        ref (int32), text: every distinct head (whole lines)
     search/part-NNNNN.lines.arrow            text: the shard's distinct candidate lines, each ending with its
@@ -21,7 +22,19 @@ shard's segments' distinct lines are found distinct by another. Files (`queries/
     search/part-NNNNN.offsets.npy            uint32; postings[offsets[i]:offsets[i+1]] are the rows (positions
     search/part-NNNNN.postings.npy           within the shard, ascending) whose candidate part holds line i
 
-Each shard is merged in a worker process; memory is one shard's distinct lines and postings.
+Each shard is merged in a worker process. The line index is kept where lines repeat; where they rarely do
+(issue 48: its distinct lines as large as the text, 142% of the code parts on a line-diverse corpus, and as slow
+to search), the shard gets a trigram index instead (`index_grams.py`: its files `part-NNNNN.gram_*.npy`). Which
+one is chosen per shard, in `STRUCTURE`'s two steps, and said in index.json (and so meta.json) as "parts":
+{"lines": [shards], "grams": [shards]}:
+- the segments' lines over `index_build_mb` / `LINE_MERGE_FACTOR` (what the merge would hold): trigrams, no merge;
+- else merged, and the distinct lines over `LINE_SHARE` of the shard's candidate bytes (and over `SMALL_LINES`):
+  trigrams, the merge dropped.
+A trigram shard also gets its pieces (`index_pieces.py`: its lines cut at words one text holds, in the lines'
+format: `part-NNNNN.pieces.arrow`, `piece_offsets.npy`, `piece_postings.npy`), unless what its chunks spilled of
+them is over `index_build_mb` / `PIECES_MERGE_FACTOR`. So a worker's memory is bounded by `index_build_mb`
+(TLX_INDEX_BUILD_MB) whatever the text: the line merge only below it, the trigram build spilling its keys and
+pieces to the build folder.
 """
 
 from __future__ import annotations
@@ -37,13 +50,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from common.settings import load_settings
+from queries.ingest.index_grams import index_part_grams, remove_spills
 from queries.ingest.index_lines import NEWLINE, text_data, text_offsets
-from queries.ingest.index_segments import SEGMENT_DIR, part_segments, read_segment
+from queries.ingest.index_segments import SEGMENT_DIR, part_segments, read_pieces, read_segment, segment_sizes
 from queries.ingest.processes import process_pool, stop_pool
 from queries.ingest.progress import say
 from queries.store import (
     LINES_FILE,
     OFFSETS_FILE,
+    PIECE_FILES,
     POSTINGS_FILE,
     SEARCH_INDEX_VERSION,
     SEARCH_META,
@@ -53,6 +69,10 @@ from queries.store import (
 )
 
 LINES_PER_BATCH = 1 << 16  # distinct lines per compressed batch of a lines file
+LINE_MERGE_FACTOR = 4  # a line merge's peak memory per byte of its segments' lines (mapped, encoded, postings)
+PIECES_MERGE_FACTOR = 2  # a pieces merge's peak memory per byte spilled (pieces and their 8-byte pairs)
+LINE_SHARE = 0.4  # a shard whose distinct lines are a larger share of its candidate bytes gets trigrams,
+SMALL_LINES = 8 << 20  # unless they are fewer bytes than this (searched in milliseconds whatever their share)
 DOCS_FILE = "docs.arrow"
 REFS_FILE = "refs.arrow"
 
@@ -65,16 +85,19 @@ def build_search_index(folder: Path, workers: int, progress: bool) -> dict:
     shards = sorted(int(p.name[5:10]) for p in (folder / "code").glob("part-*.parquet"))
     ids = [pq.read_table(code_path(folder, shard), columns=["id"])["id"].combine_chunks() for shard in shards]
     pool = process_pool(min(workers, len(shards))) if workers > 1 and len(shards) > 1 else None
+    budget = [max(load_settings().index_build_mb, 1) << 20] * len(shards)
     finished = False
     try:
         rows = [len(shard_ids) for shard_ids in ids]
-        results = (pool.map(index_shard, [folder] * len(shards), shards, rows) if pool is not None
-                   else map(index_shard, [folder] * len(shards), shards, rows))
+        results = (pool.map(index_shard, [folder] * len(shards), shards, rows, budget) if pool is not None
+                   else map(index_shard, [folder] * len(shards), shards, rows, budget))
         refs: dict[bytes, int] = {}
         texts: list[str] = []
         docs = []
-        lines = 0
-        for shard, shard_ids, (keys, ref_texts, row_ref, shard_lines) in zip(shards, ids, results, strict=True):
+        lines = grams = 0
+        parts: dict[str, list[int]] = {"lines": [], "grams": []}
+        choices = []
+        for shard, shard_ids, (keys, ref_texts, row_ref, choice, count) in zip(shards, ids, results, strict=True):
             local_to_global = np.empty(len(keys), np.int32)
             for i, (key, text) in enumerate(zip(keys, ref_texts, strict=True)):
                 if key not in refs:
@@ -82,7 +105,10 @@ def build_search_index(folder: Path, workers: int, progress: bool) -> dict:
                     texts.append(text)
                 local_to_global[i] = refs[key]
             docs.append(_docs_of(folder, shard, shard_ids, local_to_global[row_ref]))
-            lines += shard_lines
+            structure = choice["structure"]
+            parts[structure].append(shard)
+            choices.append({"part": shard, **choice})
+            lines, grams = (lines + count, grams) if structure == "lines" else (lines, grams + count)
             if progress:
                 say(f"search index: code part {shard + 1} of {len(shards)}")
         finished = True
@@ -90,25 +116,60 @@ def build_search_index(folder: Path, workers: int, progress: bool) -> dict:
         if pool is not None:
             stop_pool(pool, finished)
     shutil.rmtree(Path(folder) / SEGMENT_DIR, ignore_errors=True)
+    remove_spills(folder)
     _write_arrow(search_path(folder, DOCS_FILE), pa.concat_tables(docs) if docs else _docs_table([], [], [], [], []))
     _write_arrow(search_path(folder, REFS_FILE),
                  pa.table({"ref": pa.array(range(len(texts)), pa.int32()), "text": pa.array(texts, pa.string())}))
     meta = {"version": SEARCH_INDEX_VERSION, "docs": sum(rows), "refs": len(texts), "lines": lines,
-            "seconds": round(time.monotonic() - started, 2)}
+            "grams": grams, "parts": parts, "choices": choices, "seconds": round(time.monotonic() - started, 2)}
     search_path(folder, SEARCH_META).write_text(json.dumps(meta))
     return meta
 
 
-def index_shard(folder: Path, shard: int, rows: int) -> tuple[list[bytes], list[str], np.ndarray, int]:
-    """Merge the segments of code shard `shard` (`rows` rows) into its distinct candidate lines and their
-    postings; returns its distinct references (keys, texts), each row's position among them, and the number of
-    distinct lines. Runs in a worker process."""
+def index_shard(folder: Path, shard: int, rows: int, budget: int) -> tuple[list[bytes], list[str], np.ndarray,
+                                                                         dict, int]:
+    """Index code shard `shard` (`rows` rows) from its segments, with its distinct candidate lines and their
+    postings, or its trigrams (module doc: which, in at most `budget` bytes); returns its distinct references
+    (keys, texts), each row's position among them, the choice (its "structure", "lines" or "grams", and the
+    bytes it was made from) and its distinct lines or trigrams. Runs in a worker process."""
+    segments = part_segments(folder, shard)
+    sizes = np.array([segment_sizes(path) for _, path in segments], np.int64).reshape(-1, 3).sum(axis=0)
+    choice = {"segment_line_bytes": int(sizes[1]), "candidate_bytes": int(sizes[2])}
+    row_type = np.uint16 if rows <= 1 << 16 else np.uint32
+    if (sizes[0] + sizes[1]) * LINE_MERGE_FACTOR <= budget:
+        keys, texts, row_ref, batch_lines, batch_pairs = _read_segments(segments, shard, rows)
+        distinct, offsets, postings = _merge(batch_lines, batch_pairs, row_type)
+        bounds = text_offsets(distinct)
+        choice["distinct_line_bytes"] = int(bounds[-1]) - int(bounds[0])
+        if choice["distinct_line_bytes"] <= max(LINE_SHARE * choice["candidate_bytes"], SMALL_LINES):
+            _write_lines(folder, shard, (LINES_FILE, OFFSETS_FILE, POSTINGS_FILE), distinct, offsets, postings)
+            return list(keys), texts, row_ref, {"structure": "lines", **choice}, len(distinct)
+        del keys, texts, row_ref, distinct, offsets, postings
+    grams, pieces = index_part_grams(folder, shard, budget, budget // PIECES_MERGE_FACTOR)
+    try:
+        if pieces:
+            batches = [read_pieces(path) for path in pieces]
+            distinct, offsets, postings = _merge([b[0] for b in batches if len(b[0])],
+                                                 [b[1] for b in batches if len(b[0])], row_type)
+            del batches
+            _write_lines(folder, shard, PIECE_FILES, distinct, offsets, postings)
+        choice["pieces"] = len(distinct) if pieces else 0  # 0: none, or over what the merge may hold
+    finally:
+        for path in pieces:
+            path.unlink(missing_ok=True)
+    # the trigrams and pieces hold the whole texts, heads too: every row's head is the empty one
+    return [_key("")], [""], np.zeros(rows, np.int32), {"structure": "grams", **choice}, grams
+
+
+def _read_segments(segments: list[tuple[int, Path]], shard: int,
+                   rows: int) -> tuple[dict[bytes, int], list[str], np.ndarray, list[pa.Array], list[np.ndarray]]:
+    """A shard's distinct heads (by key, and their texts), each row's head, and its segments' lines and pairs."""
     keys: dict[bytes, int] = {}
     texts: list[str] = []
     row_ref = np.empty(rows, np.int32)
     batch_lines, batch_pairs = [], []
     first = 0
-    for position, path in part_segments(folder, shard):
+    for position, path in segments:
         if position != first:
             raise RuntimeError(f"{path}: a segment of code part {shard} at row {position} where row {first} was due")
         heads, row_head, lines, pairs = read_segment(path)
@@ -119,13 +180,16 @@ def index_shard(folder: Path, shard: int, rows: int) -> tuple[list[bytes], list[
             batch_pairs.append(pairs)
     if first != rows:
         raise RuntimeError(f"the search index's segments of code part {shard} hold {first} of its {rows} rows")
-    distinct, offsets, postings = _merge(batch_lines, batch_pairs, np.uint16 if rows <= 1 << 16 else np.uint32)
-    lines = len(distinct)
-    _write_arrow(search_shard_path(folder, shard, LINES_FILE), pa.table({"text": _newline_ended(distinct)}),
+    return keys, texts, row_ref, batch_lines, batch_pairs
+
+
+def _write_lines(folder: Path, shard: int, names: tuple[str, str, str], distinct: pa.StringArray,
+                 offsets: np.ndarray, postings: np.ndarray) -> None:
+    """A shard's distinct lines (or pieces), LZ4 batches, and their postings."""
+    _write_arrow(search_shard_path(folder, shard, names[0]), pa.table({"text": _newline_ended(distinct)}),
                  compressed=True)
-    np.save(search_shard_path(folder, shard, OFFSETS_FILE), offsets)
-    np.save(search_shard_path(folder, shard, POSTINGS_FILE), postings)
-    return list(keys), texts, row_ref, lines
+    np.save(search_shard_path(folder, shard, names[1]), offsets)
+    np.save(search_shard_path(folder, shard, names[2]), postings)
 
 
 def _reference_ids(keys: dict[bytes, int], texts: list[str], references: list[str]) -> np.ndarray:
@@ -133,12 +197,16 @@ def _reference_ids(keys: dict[bytes, int], texts: list[str], references: list[st
     `texts`), those not seen yet added."""
     ids = np.empty(len(references), np.int32)
     for i, text in enumerate(references):
-        key = hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+        key = _key(text)
         if key not in keys:
             keys[key] = len(texts)
             texts.append(text)
         ids[i] = keys[key]
     return ids
+
+
+def _key(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
 
 
 def _newline_ended(lines: pa.StringArray) -> pa.StringArray:

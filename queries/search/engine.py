@@ -40,6 +40,7 @@ from queries.search.scan import Group, Scanned, Scanner
 from queries.store import store_version
 
 MAX_LIMIT = 1000
+_CONTEXT = re.compile(r"[$^]|\\[bBAz]")  # what a regex may see around its match
 MEMO_BYTES = 64 << 20  # matching rows (ids and locations) of recent complete searches, per process
 SNIPPET_CONTEXT = 60
 LONGEST_LITERAL = 100_000  # RE2 cannot compile a literal of ~1M characters: a longer one narrows by its start
@@ -267,12 +268,13 @@ def _decided(index: SearchIndex, pattern: str, regex: str | None,
     read, or ""), from one pass over the index's lines. A literal without a newline is decided by its lines; so
     is a regex whose matches all lie within one line. A regex that can match a newline keeps what its lines show
     (`search_rewrite.line_patterns`: `within`) and reads the rows with a line a match across lines can start in
-    (`starts`); other patterns read the rows that hold the newline-free pieces of the texts they require."""
+    (`starts`); other patterns read the rows that hold the newline-free pieces of the texts they require. A shard
+    with trigrams decides nothing: its rows that may match are read (`SearchIndex.rows_with_lines`)."""
     nothing = np.zeros(index.rows, bool)
     within = starts = None
     if regex is None:
         if "\n" not in pattern and len(pattern) <= LONGEST_LITERAL:
-            return index.rows_with_lines([literal_query(pattern, ignore_case)])[0], nothing, ""
+            return (*index.rows_with_lines([literal_query(pattern, ignore_case)])[0], "")
         pieces, fold = [pattern], ignore_case
     elif _matches_empty(regex):  # an empty text, which has no line, matches it: no line decides
         return nothing, ~nothing, FULL_SCAN_NOTE
@@ -281,18 +283,27 @@ def _decided(index: SearchIndex, pattern: str, regex: str | None,
         fold = fold or ignore_case
         rule = line_rule(pattern)
         if rule.complete:
-            return index.rows_with_lines([LineQuery(regex, "" if fold else _longest(pieces))])[0], nothing, ""
+            return (*index.rows_with_lines([_line_query(regex, pieces, fold)])[0], "")
         lines = line_patterns(regex) if rule.sound else None
         if lines is not None and _runs(lines.within):
-            within = LineQuery(lines.within, "" if fold else _longest(pieces))
+            within = _line_query(lines.within, pieces, fold)
         if lines is not None and _runs(lines.starts) and not _matches_empty(lines.starts):
             starts = LineQuery(lines.starts, lines.start_literal)
     narrowing = [starts] if starts else [literal_query(p, fold) for p in _pieces(pieces)[:NARROWING_PIECES]]
     if not narrowing:
-        return index.rows_with_lines([within])[0] if within else nothing, ~nothing, FULL_SCAN_NOTE
+        return index.rows_with_lines([within])[0][0] if within else nothing, ~nothing, FULL_SCAN_NOTE
     found = index.rows_with_lines(([within] if within else []) + narrowing)
-    exact = found.pop(0) if within else nothing
-    return exact, np.logical_and.reduce(found), ""
+    exact, may = found.pop(0) if within else (nothing, nothing)
+    return exact, may | np.logical_and.reduce([hit | maybe for hit, maybe in found]), ""
+
+
+def _line_query(regex: str, pieces: list[str], fold: bool) -> LineQuery:
+    """The lines `regex` matches, with the longest text they all hold (in any case where `fold`); `plain` where
+    it has no anchor nor word boundary (`^`, `$`, `\\b`, `\\B`, `\\A`, `\\z`, or a `^` of a class: told by
+    its text), so that what it matches in part of a line it matches in the line."""
+    longest = _longest(pieces)
+    plain = _CONTEXT.search(regex) is None
+    return LineQuery(regex, any_case=longest, plain=plain) if fold else LineQuery(regex, longest, plain=plain)
 
 
 def _pieces(literals: list[str]) -> list[str]:

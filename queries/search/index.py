@@ -11,6 +11,12 @@ texts are read, never what is found. Decompressing the lines is ~40% of a search
 batches are kept in memory, up to `CACHE_BYTES` for the process (a 601k-row store's lines are 1.1 GB), in the
 order first read and never evicted (a search reads every batch: an evicting cache would lose each before its
 next use); an index that is no longer open (a rebuilt store's old one) frees its batches.
+
+A shard whose lines rarely repeat has a trigram index instead (`queries/search/grams.py`; index.json's "parts"
+says which shards): there the rows holding every trigram of a query's literal are only a superset, returned as
+rows to read and match (`rows_with_lines`'s second array), less those already decided: by their reference, or,
+for a plain literal, by the shard's pieces (its lines cut at words one text holds, `queries/ingest/
+index_pieces.py`, in the lines' format and matched the same way: a piece holding the literal is a line holding it).
 """
 
 from __future__ import annotations
@@ -25,12 +31,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from common.settings import load_settings
+from queries.search.grams import GramPart
 from queries.search.lines import DENSE_SHARE, LineQuery, matching_lines, matching_texts
 from queries.store import (
     LINES_FILE,
     OFFSETS_FILE,
+    PIECE_FILES,
     POSTINGS_FILE,
-    SEARCH_INDEX_VERSION,
+    SEARCH_INDEX_READ,
     SEARCH_META,
     StoreError,
     search_path,
@@ -38,6 +46,7 @@ from queries.store import (
 )
 
 THREADS = 2
+LINE_FILES = (LINES_FILE, OFFSETS_FILE, POSTINGS_FILE)
 # decompressed lines kept per process (TLX_SEARCH_CACHE_MB, default 1,200): a 601k-row store's are 1,091 MiB
 CACHE_BYTES = max(load_settings().search_cache_mb, 0) << 20
 _cached = 0  # bytes of decompressed lines kept, over every open index
@@ -47,8 +56,8 @@ _CACHE_LOCK = threading.Lock()
 class SearchIndex:
     def __init__(self, store: Path):
         meta = json.loads(search_path(store, SEARCH_META).read_text())
-        if meta.get("version") != SEARCH_INDEX_VERSION:
-            raise ValueError(f"search index version {meta.get('version')!r}, this code reads {SEARCH_INDEX_VERSION}")
+        if meta.get("version") not in SEARCH_INDEX_READ:
+            raise ValueError(f"search index version {meta.get('version')!r}, this code reads {SEARCH_INDEX_READ}")
         self.store = store
         self.docs = _mapped(search_path(store, "docs.arrow"))
         refs = _mapped(search_path(store, "refs.arrow"))
@@ -58,40 +67,55 @@ class SearchIndex:
         shards = self.docs["shard"].to_numpy()
         self.shards = np.unique(shards).tolist()
         self.base = {s: int(np.searchsorted(shards, s)) for s in self.shards}  # first row of each shard
-        self._arrays: dict[int, tuple[pa.ipc.RecordBatchFileReader, np.ndarray, np.ndarray]] = {}
+        gram_shards = set(meta.get("parts", {}).get("grams", []))  # (version 2: none)
+        self.grams = {s: GramPart(store, s, int(np.count_nonzero(shards == s))) for s in self.shards
+                      if s in gram_shards}
+        self.line_shards = [s for s in self.shards if s not in gram_shards]
+        self.piece_shards = [s for s in self.grams if search_shard_path(store, s, PIECE_FILES[0]).is_file()]
+        self._arrays: dict[tuple[int, str], tuple[pa.ipc.RecordBatchFileReader, np.ndarray, np.ndarray]] = {}
         self._lock = threading.Lock()
-        self._cache: dict[tuple[int, int], pa.StringArray] | None = {}  # None: forgotten
-        for shard in self.shards:  # opened now, so that a damaged index is found before it answers
-            self._shard(shard)
+        self._cache: dict[tuple[int, str, int], pa.StringArray] | None = {}  # None: forgotten
+        for shard in self.line_shards:  # opened now, so that a damaged index is found before it answers
+            self._shard(shard, LINE_FILES)
+        for shard in self.piece_shards:
+            self._shard(shard, PIECE_FILES)
 
     @property
     def rows(self) -> int:
         return self.docs.num_rows
 
-    def rows_with_lines(self, queries: list[LineQuery]) -> list[np.ndarray]:
-        """Per query, bool per row (position in docs): its reference or its candidate part has a line the query
-        matches."""
+    def rows_with_lines(self, queries: list[LineQuery]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per query, (bool per row (position in docs): its reference or its candidate part has a line the query
+        matches; bool per row: it may have one, and must be read to know (a shard with trigrams))."""
         hits = []
         for query in queries:
             ref_hit = np.zeros(self.refs, bool)
             ref_hit[self.ref_of_line[matching_texts(query, self.ref_lines)]] = True  # lines without their newline
             hits.append(ref_hit[self.doc_ref])
+        plain = [q for q, query in enumerate(queries) if query.plain]  # found exactly in pieces too
+        work = [(s, LINE_FILES, list(range(len(queries)))) for s in self.line_shards]
+        work += [(s, PIECE_FILES, plain) for s in self.piece_shards] if plain else []
         with ThreadPoolExecutor(THREADS, thread_name_prefix="line-search") as pool:
-            for shard, rows in zip(self.shards, pool.map(lambda s: self._shard_rows(s, queries), self.shards),
-                                   strict=True):
-                for hit, found in zip(hits, rows, strict=True):
-                    hit[found + self.base[shard]] = True
-        return hits
+            for (shard, _, which), rows in zip(work, pool.map(
+                    lambda w: self._shard_rows(w[0], w[1], [queries[q] for q in w[2]]), work), strict=True):
+                for q, found in zip(which, rows, strict=True):
+                    hits[q][found + self.base[shard]] = True
+        maybe = [np.zeros(self.rows, bool) for _ in queries]
+        for shard, part in self.grams.items():
+            rows = slice(self.base[shard], self.base[shard] + part.rows)
+            for hit, may, query in zip(hits, maybe, queries, strict=True):
+                may[rows] = part.candidates(query.literal or query.any_case, not query.literal) & ~hit[rows]
+        return list(zip(hits, maybe, strict=True))
 
-    def _shard_rows(self, shard: int, queries: list[LineQuery]) -> list[np.ndarray]:
+    def _shard_rows(self, shard: int, files: tuple[str, str, str], queries: list[LineQuery]) -> list[np.ndarray]:
         """Per query, the rows of `shard` (positions within it, with repeats) whose candidate part has a line it
         matches."""
-        lines, offsets, postings = self._shard(shard)
+        lines, offsets, postings = self._shard(shard, files)
         matched: list[list[np.ndarray]] = [[] for _ in queries]
         dense = [False] * len(queries)
         first = 0
         for i in range(lines.num_record_batches):
-            batch = self._batch(lines, shard, i)
+            batch = self._batch(lines, (shard, files[0], i))
             for q, query in enumerate(queries):
                 found, share = matching_lines(query, batch, dense[q])
                 matched[q].append(found + first)
@@ -103,16 +127,16 @@ class SearchIndex:
         return [_rows_of(np.concatenate(found) if found else np.empty(0, np.int64), offsets, postings)
                 for found in matched]
 
-    def _batch(self, lines: pa.ipc.RecordBatchFileReader, shard: int, i: int) -> pa.StringArray:
-        """Batch `i` of a lines file, decompressed: kept while the process's `CACHE_BYTES` allow."""
+    def _batch(self, lines: pa.ipc.RecordBatchFileReader, key: tuple[int, str, int]) -> pa.StringArray:
+        """Batch `key[2]` of a lines file, decompressed: kept while the process's `CACHE_BYTES` allow."""
         global _cached
         cache = self._cache  # None once forgotten, by another thread at any time
-        batch = cache.get((shard, i)) if cache is not None else None
+        batch = cache.get(key) if cache is not None else None
         if batch is None:
-            batch = lines.get_batch(i).column(0)
+            batch = lines.get_batch(key[2]).column(0)
             with _CACHE_LOCK:
                 if self._cache is not None and _cached + batch.nbytes <= CACHE_BYTES:
-                    self._cache[shard, i] = batch
+                    self._cache[key] = batch
                     _cached += batch.nbytes
         return batch
 
@@ -123,16 +147,18 @@ class SearchIndex:
             _cached -= sum(batch.nbytes for batch in (self._cache or {}).values())
             self._cache = None
 
-    def _shard(self, shard: int) -> tuple[pa.ipc.RecordBatchFileReader, np.ndarray, np.ndarray]:
+    def _shard(self, shard: int, files: tuple[str, str, str]) -> tuple[pa.ipc.RecordBatchFileReader, np.ndarray,
+                                                                       np.ndarray]:
+        """A shard's lines (or its pieces: `files`), their offsets and postings."""
         with self._lock:
-            if shard not in self._arrays:
-                lines = pa.ipc.open_file(pa.memory_map(str(search_shard_path(self.store, shard, LINES_FILE))))
+            if (shard, files[0]) not in self._arrays:
+                lines = pa.ipc.open_file(pa.memory_map(str(search_shard_path(self.store, shard, files[0]))))
                 offsets, postings = (np.load(search_shard_path(self.store, shard, name), mmap_mode="r")
-                                     for name in (OFFSETS_FILE, POSTINGS_FILE))
+                                     for name in files[1:])
                 if len(offsets) == 0 or int(offsets[-1]) != len(postings):
                     raise ValueError(f"search index of code part {shard}: lines and postings disagree")
-                self._arrays[shard] = (lines, offsets, postings)
-            return self._arrays[shard]
+                self._arrays[shard, files[0]] = (lines, offsets, postings)
+            return self._arrays[shard, files[0]]
 
 
 def _rows_of(lines: np.ndarray, offsets: np.ndarray, postings: np.ndarray) -> np.ndarray:

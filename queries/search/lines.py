@@ -29,6 +29,8 @@ class LineQuery:
     regex: str  # RE2 that cannot match a newline: the lines it matches are the answer
     literal: str = ""  # case-sensitive text that every line `regex` matches holds ("": none known)
     exact: bool = False  # `regex` matches exactly the lines holding `literal`
+    any_case: str = ""  # text that every line `regex` matches holds, in any case (where `literal` is "")
+    plain: bool = False  # `regex` is a literal, nothing else: it matches a part of a line as it does the line
 
 
 def literal_regex(literal: str) -> str:
@@ -41,8 +43,8 @@ def literal_regex(literal: str) -> str:
 def literal_query(literal: str, ignore_case: bool) -> LineQuery:
     """The lines holding `literal` (which has no newline)."""
     if ignore_case:
-        return LineQuery("(?i)" + literal_regex(literal))
-    return LineQuery(literal_regex(literal), literal, exact=True)
+        return LineQuery("(?i)" + literal_regex(literal), any_case=literal, plain=True)
+    return LineQuery(literal_regex(literal), literal, exact=True, plain=True)
 
 
 def accepted(regex: str, texts: pa.Array) -> np.ndarray:

@@ -1,0 +1,61 @@
+"""The pieces of a chunk of program texts (issue 48): its lines cut at the words that only one of its texts holds,
+so that a code part whose lines rarely repeat still has text that does, for a literal search to find exactly.
+
+Lines rarely repeat where each program renames its local names (or marks its lines): the line index is then as
+large as the text. What the lines do share is the rest: `tl.load(`, ` = `, `BLOCK_SIZE`. A word (a run of
+`[0-9A-Za-z_]` or of bytes of non-ASCII characters) that only one text of the chunk holds is cut out, with the
+newlines; what is left of each line, its pieces, repeats. Every piece is text of its row's line, so a row whose
+piece holds a literal holds it (the search index's `pieces` of a trigram part: exact positives); a literal that
+crosses a cut is in no piece, and is found by the trigrams (its rows read). Any rule of cutting keeps that true:
+this one only decides how often pieces repeat.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from queries.ingest.index_lines import NEWLINE
+from queries.ingest.index_segments import distinct_sorted
+
+_WORD = np.zeros(256, bool)
+_WORD[[*range(ord("0"), ord("9") + 1), *range(ord("A"), ord("Z") + 1), *range(ord("a"), ord("z") + 1),
+       ord("_"), *range(0x80, 0x100)]] = True
+
+
+def chunk_pieces(data: np.ndarray, offsets: np.ndarray) -> tuple[pa.StringArray, np.ndarray]:
+    """The distinct pieces of the texts `data[offsets[i]:offsets[i + 1]]` (offsets from 0, int64, fewer than
+    2**31 bytes), and the sorted distinct (piece << 32 | text) pairs."""
+    n = len(data)
+    if n == 0:
+        return pa.array([], pa.string()), np.empty(0, np.uint64)
+    word = _WORD[data]
+    newline = data == NEWLINE
+    # values: runs of word bytes, runs of other bytes, each newline alone, never across a text's end
+    change = np.ones(n + 1, bool)
+    change[1:-1] = (word[1:] != word[:-1]) | newline[1:] | newline[:-1]
+    change[offsets[1:-1]] = True
+    bounds = np.flatnonzero(change)
+    values = pa.StringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds.astype(np.int32)),
+                                         pa.py_buffer(data))
+    row = np.searchsorted(offsets, bounds[:-1], side="right") - 1
+    is_word = word[bounds[:-1]]
+    encoded = pc.dictionary_encode(values)
+    ids = encoded.indices.to_numpy()
+    # a word's first and last text (values are in text order; numpy keeps the last of repeated assignments,
+    # and were it not so, only where the cuts fall would change)
+    first, last = np.empty(len(encoded.dictionary), np.int64), np.empty(len(encoded.dictionary), np.int64)
+    first[ids[::-1]] = row[::-1]
+    last[ids] = row
+    cut = newline[bounds[:-1]] | (is_word & (first[ids] == last[ids]))
+    # pieces: the runs of values between cuts (and texts' ends), over the same bytes
+    edge = np.concatenate(([True], cut[1:] | cut[:-1] | (row[1:] != row[:-1]), [True]))
+    piece_bounds = bounds[np.flatnonzero(edge)]
+    is_piece = ~cut[np.flatnonzero(edge)[:-1]]
+    pieces = pa.StringArray.from_buffers(len(piece_bounds) - 1, pa.py_buffer(piece_bounds.astype(np.int32)),
+                                         pa.py_buffer(data)).filter(pa.array(is_piece))
+    piece_row = row[np.flatnonzero(edge)[:-1]][is_piece].astype(np.uint64)
+    encoded = pc.dictionary_encode(pieces)
+    piece_ids = encoded.indices.to_numpy().astype(np.uint64)
+    return encoded.dictionary, distinct_sorted((piece_ids << np.uint64(32)) | piece_row)

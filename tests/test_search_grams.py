@@ -1,0 +1,169 @@
+"""The search index's trigram structure (issue 48), chosen per code shard where lines rarely repeat: searches answer
+exactly what a full scan finds, index.json (and meta.json) say which shards have which, and the build spills its
+keys to the build folder in chunks bounded by the memory setting."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from queries import api
+from queries.ingest import index_grams, search_build
+from queries.search.grams import GramPart, text_grams
+from queries.store import CODE_SCHEMA, SEARCH_DIR, code_path, search_path
+from tests.test_search_index import REALWORLD, _check, _expected, _patterns, _programs
+
+pytestmark = pytest.mark.usefixtures("empty_runs")
+
+
+@pytest.fixture(scope="module")
+def mixed_store(tmp_path_factory) -> Path:
+    """The real programs in five code shards: 0 and 4 keep their lines; 1 and 3 are told their lines do not
+    repeat enough (trigrams and pieces); 2 gets a 1 MB budget, under what its segments' lines and its pieces
+    would hold (trigrams alone). One worker, so that the choice can be steered in this process."""
+    if not (REALWORLD / "train.parquet").is_file():
+        pytest.skip(f"{REALWORLD} not present")
+    from queries.ingest import ingest, search_build
+
+    real = search_build.index_shard
+
+    def steered(folder, shard, rows, budget):
+        if shard == 2:
+            return real(folder, shard, rows, 1 << 20)
+        share, small = search_build.LINE_SHARE, search_build.SMALL_LINES
+        if shard in (1, 3):
+            search_build.LINE_SHARE = search_build.SMALL_LINES = 0
+        try:
+            return real(folder, shard, rows, budget)
+        finally:
+            search_build.LINE_SHARE, search_build.SMALL_LINES = share, small
+
+    store = tmp_path_factory.mktemp("mixed") / "store"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(search_build, "index_shard", steered)
+        ingest([str(REALWORLD)], store, progress=False, workers=1, code_rows_per_group=16, rows_per_shard=512,
+               syntax_check=False)
+    return store
+
+
+def test_each_shard_is_said_to_have_lines_or_trigrams(mixed_store):
+    meta = json.loads((mixed_store / SEARCH_DIR / "index.json").read_text())
+    assert meta["parts"] == {"lines": [0, 4], "grams": [1, 2, 3]}
+    assert json.loads((mixed_store / "meta.json").read_text())["search_index"]["parts"] == meta["parts"]
+    assert [c["part"] for c in meta["choices"] if c.get("pieces")] == [1, 3]
+    assert meta["choices"][2]["segment_line_bytes"] * search_build.LINE_MERGE_FACTOR > 1 << 20  # not merged
+    assert "distinct_line_bytes" not in meta["choices"][2]
+    for shard in (1, 2, 3):  # a shard has the files of its structure alone
+        assert search_path(mixed_store, f"part-{shard:05d}.gram_rows.npy").is_file()
+        assert not search_path(mixed_store, f"part-{shard:05d}.lines.arrow").exists()
+        assert search_path(mixed_store, f"part-{shard:05d}.pieces.arrow").is_file() == (shard != 2)
+    for shard in (0, 4):
+        assert search_path(mixed_store, f"part-{shard:05d}.lines.arrow").is_file()
+        assert not search_path(mixed_store, f"part-{shard:05d}.gram_rows.npy").exists()
+    assert not list(mixed_store.parent.glob(f".{mixed_store.name}.building-*"))  # spills went with the build
+
+
+def test_literals_equal_a_full_scan_with_trigram_shards(mixed_store):
+    ids, texts, ref_chars = _programs(mixed_store)
+    patterns = _patterns(texts.to_pylist(), ref_chars, 60, 4)
+    for pattern in patterns:
+        _check(mixed_store, ids, texts, pattern)
+        _check(mixed_store, ids, texts, pattern.swapcase(), ignore_case=True)
+    methods = {api.search_code(mixed_store, p, limit=1).method for p in ["tl.load", "no such text anywhere", "\n"]}
+    assert methods == {"index + verify", "index", "scan"}  # the trigram shards' rows are read and matched
+
+
+def test_pieces_decide_the_rows_of_their_shards(mixed_store):
+    """A literal found in a shard's pieces is a hit without reading the row: of shards 1 and 3 (pieces), few of
+    the rows holding `tl.load` are read; of shard 2 (trigrams alone), every one."""
+    ids, texts, _ = _programs(mixed_store)
+    holding = set(_expected(ids, texts, "tl.load", False, False))
+    docs = pa.ipc.open_file(search_path(mixed_store, "docs.arrow")).read_all()
+    held = {s: sum(1 for i, d in zip(docs["id"].to_pylist(), docs["shard"].to_pylist(), strict=True)
+                   if d == s and i in holding) for s in (1, 2, 3)}
+    result = api.search_code(mixed_store, "tl.load", limit=1)
+    assert held[1] + held[3] > 300 and result.total == len(holding)
+    assert held[2] <= result.rows_scanned < held[2] + (held[1] + held[3]) // 10
+
+
+def test_regexes_equal_a_full_scan_with_trigram_shards(mixed_store):
+    ids, texts, ref_chars = _programs(mixed_store)
+    words = _patterns(texts.to_pylist(), ref_chars, 30, 6)
+    regexes = [rf"{re.escape(a)}.*{re.escape(b)}" for a, b in zip(words[::2], words[1::2], strict=False)]
+    regexes += [r"tl\.dot\(.*allow_tf32", r"BLOCK_SIZE\s*=\s*\d+", r"(?i)triton\.JIT", r"tl\.(load|store)\(",
+                r"(?s)def forward.*tl\.load", r"return\s+\w+\s*\n\s*\n\s*def", r"(?i)K\w+L", r"(?i)\x{17f}tride",
+                r"num_warps\s*=\s*\d+", r"\s+\b(?i:TL)\.", r"=\D{1,3}\n\s+\w+", r"\bgrid\s*\W\s*\(", r"\d{5}"]
+    rng = random.Random(6)
+    for pattern in regexes:
+        _check(mixed_store, ids, texts, pattern, regex=True, ignore_case=rng.random() < 0.5)
+
+
+def _code_part(folder: Path, texts: list[str], group_rows: int) -> None:
+    (folder / "code").mkdir(parents=True)
+    ids = [f"train/{i:06d}" for i in range(len(texts))]
+    pq.write_table(pa.table({"id": ids, "x": texts}, schema=CODE_SCHEMA), code_path(folder, 0),
+                   row_group_size=group_rows)
+    search_path(folder, "").mkdir()
+
+
+def _postings(folder: Path, rows: int, texts: list[str], probes: list[str]) -> dict[str, list[int]]:
+    part = GramPart(folder, 0, rows)
+    return {p: np.flatnonzero(part.candidates(p, False)).tolist() for p in probes}
+
+
+def test_a_small_budget_spills_more_chunks_for_the_same_index(tmp_path, monkeypatch):
+    """Chunks of the code part's texts are bounded by the budget (each chunk's keys go to the spill file), the
+    merge's ranges too; the index is the same as with room for everything at once."""
+    rng = random.Random(7)
+    words = ["tl.load", "x_ptr", "mask", "BLOCK", "ümlaut", "🚀", "offs", "=", " ", "(", ")", "\n", "\t", "é"]
+    texts = ["".join(rng.choice(words) for _ in range(rng.randrange(0, 400))) for _ in range(3000)]
+    texts[5] = ""
+    probes = ["tl.load(x_ptr", "offs=mask", "ümla", "🚀🚀", "BLOCK\tBLOCK", "no such", "(((", "k\n)"]
+    found, chunks = {}, []
+    real_merge = index_grams._merge
+    monkeypatch.setattr(index_grams, "_merge", lambda *a: chunks.append(len(a[3])) or real_merge(*a))
+    for budget in (1 << 30, 1 << 20):
+        folder = tmp_path / str(budget)
+        _code_part(folder, texts, 100)
+        grams, pieces = index_grams.index_part_grams(folder, 0, budget, 1 << 30)
+        assert grams > 100 and len(pieces) == chunks[-1]  # a pieces file per chunk, left to the caller
+        for path in pieces:
+            path.unlink()
+        assert not list((folder / index_grams.SPILL_DIR).iterdir())  # the keys' spill file went once merged
+        found[budget] = (chunks[-1], _postings(folder, len(texts), texts, probes))
+    assert found[1 << 30][0] == 2 and found[1 << 20][0] > 10  # 2,048 rows a chunk, or what the budget holds
+    assert found[1 << 30][1] == found[1 << 20][1]
+    for probe, rows in found[1 << 20][1].items():  # a superset of the rows holding the text
+        assert {i for i, t in enumerate(texts) if probe in t} <= set(rows), probe
+
+
+def test_trigrams_of_a_text_any_case():
+    assert text_grams("ab", False) == []  # too short to constrain
+    assert [g.tolist() for g in text_grams("abc", False)] == [[ord("a") << 14 | ord("b") << 7 | ord("c")]]
+    assert len(text_grams("aBc", True)[0]) == 8  # every case variant
+    assert text_grams("mask", True) == [] and len(text_grams("BLOCK", True)) == 2  # a k or an s: no constraint
+    assert text_grams("asK", True) == [] and len(text_grams("ümlaut", True)) == 3  # nor one not ASCII
+
+
+def test_pieces_are_lines_cut_at_words_one_text_holds():
+    from queries.ingest.index_pieces import chunk_pieces
+
+    texts = ["x_17 = tl.load(p_17)  # u1.0\nreturn x_17\n", "y_3 = tl.load(p_3)  # u2.0\nreturn y_3",
+             "ümlaut = tl.load(ümlaut)\n\n", "", "tl"]
+    data = np.frombuffer("".join(texts).encode(), np.uint8)
+    offsets = np.cumsum([0] + [len(t.encode()) for t in texts]).astype(np.int64)
+    pieces, pairs = chunk_pieces(data, offsets)
+    by_row: dict[int, set[str]] = {}
+    for pair in pairs.tolist():
+        by_row.setdefault(pair & 0xFFFFFFFF, set()).add(pieces[pair >> 32].as_py())
+    assert by_row == {0: {" = tl.load(", ")  # ", ".0", "return "}, 1: {" = tl.load(", ")  # ", ".0", "return "},
+                      2: {" = tl.load(", ")"}, 4: {"tl"}}  # `0` is in two texts: kept
+    for row, found in by_row.items():  # every piece is text of one of its row's lines
+        assert all(any(p in line for line in texts[row].split("\n")) for p in found)
