@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from common.checks import STATIC_FLAGS
 from common.program import hack_names as vocab
 from common.program.reference_part import reference_problem
-from common.program.syntax_rules import is_kernel, triton_aliases
+from common.program.syntax_rules import dotted, is_kernel, triton_aliases
 
 _LOW_PRECISION_TEXT = re.compile(r"float16|bfloat16|\.half\(|torch\.half\b")
 
@@ -76,18 +76,6 @@ def static_flags(candidate: list[ast.stmt], ref: ReferenceInfo, text: str) -> li
     found = _Program(candidate, {**ref.aliases, **_aliases(candidate)}, {**ref.triton, **triton_aliases(candidate)},
                      wanted).flags(ref)
     return [name for name in STATIC_FLAGS if name in found]
-
-
-def dotted(node: ast.AST) -> str | None:
-    """`a.b.c` for a chain of names and attributes, None otherwise."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
 
 
 def _aliases(body: Iterable[ast.stmt]) -> dict[str, str]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 
-from common.program.syntax_rules import KERNEL_DECORATORS
+from common.program.syntax_rules import KERNEL_DECORATORS, dotted
 
 NAMES = ("Model", "get_inputs", "get_init_inputs")
 SAFE_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "torch.no_grad", "torch.inference_mode",
@@ -27,20 +27,9 @@ FORBIDDEN_CALLS = frozenset({"exec", "eval", "compile", "setattr", "delattr", "_
                              "import_module", "__setattr__", "__delattr__", "system", "_getframe"})
 
 
-def _dotted(node: ast.AST) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def _decorator(node: ast.expr) -> str:
     target = node.func if isinstance(node, ast.Call) else node
-    return _dotted(target) or _first_line(target)
+    return dotted(target) or _first_line(target)
 
 
 def _is_kernel(node: ast.stmt) -> bool:
@@ -86,10 +75,10 @@ def _anywhere(node: ast.AST) -> str | None:
         targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
         for target in targets:
             for sub in ast.walk(target):
-                if isinstance(sub, ast.Attribute) and (_dotted(sub) or "").split(".")[0] != "self":
-                    return f"assigns `{_dotted(sub) or ast.unparse(sub)}`"
+                if isinstance(sub, ast.Attribute) and (dotted(sub) or "").split(".")[0] != "self":
+                    return f"assigns `{dotted(sub) or ast.unparse(sub)}`"
     elif isinstance(node, ast.Call):
-        name = _dotted(node.func) or ""
+        name = dotted(node.func) or ""
         if name.split(".")[-1] in FORBIDDEN_CALLS:
             return f"calls `{name}`"
     elif isinstance(node, (ast.Global, ast.Nonlocal)):

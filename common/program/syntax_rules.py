@@ -51,6 +51,18 @@ def triton_aliases(nodes: Iterable[ast.stmt]) -> dict[str, str]:
     return aliases
 
 
+def dotted(node: ast.AST) -> str | None:
+    """`a.b.c` for a chain of names and attributes, None otherwise."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
 def kernel_kind(decorator: ast.expr, aliases: dict[str, str]) -> str | None:
     """"jit"/"autotune"/"heuristics" when `decorator` is a Triton kernel decorator (called or not), else None."""
     if isinstance(decorator, ast.Call):
