@@ -24,8 +24,9 @@ def _depth_of(mounts: list[Mount], kind: str, dest: Path) -> int:
 
 
 def _shows(mounts: list[Mount], path: str) -> bool:
-    """Whether the view holds `path` (a mount at it or above it; the root is empty)."""
-    return any(isolation._under(path, m.dest) for m in mounts)
+    """Whether the view holds the host's `path`: a bind of a host folder at or above it (the root is empty, a tmpfs
+    shows nothing of the host, and the job's /tmp is its own folder bound there: the host's /tmp is not shown)."""
+    return any(m.kind in ("ro", "rw") and isolation._under(path, m.src) for m in mounts)
 
 
 def test_a_folder_named_nowhere_is_out_of_view(tmp_path):
@@ -33,8 +34,8 @@ def test_a_folder_named_nowhere_is_out_of_view(tmp_path):
         mounts = plan(tmp_path / "jobs" / "j", [])
         assert not _shows(mounts, str(named_by_flag)), [m for m in mounts if _shows([m], str(named_by_flag))]
         args = bwrap_args(mounts)
-        binds = [args[i + 2] for i, a in enumerate(args) if a in ("--ro-bind", "--bind", "--dev-bind")]
-        assert "/" not in binds and not any(isolation._under(str(named_by_flag), d) for d in binds)
+        binds = [args[i + 1] for i, a in enumerate(args) if a in ("--ro-bind", "--bind", "--dev-bind")]  # host sides
+        assert "/" not in binds and not any(isolation._under(str(named_by_flag), src) for src in binds)
     assert _shows(mounts, str(isolation.REPO_ROOT / "runner" / "child" / "main.py"))
     assert _shows(mounts, os.path.realpath(os.__file__))  # the standard library
 

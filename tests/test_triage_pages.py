@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.queries_helpers import result, write_results
-from tests.test_pages import chart_data, env, no_exception, open_page, ui_store  # noqa: F401  (fixtures)
+from tests.test_pages import chart_data, env, no_exception, open_page, ui_store, view_link  # noqa: F401  (fixtures)
 from tests.triage_helpers import triage, write_triage
 
 TRIAGED_ON = "triaged on CPU (torch 2.13.0, sm_90)"
@@ -57,7 +57,7 @@ def test_failures_filter_by_triage_and_hand_it_to_bulk():
     examples = next(d.value for d in at.dataframe if "static_error" in d.value.columns)
     assert list(examples["id"]) == ["train/000016"]
     assert "--triage-status passed" in at.code[0].value and "--status failed" in at.code[0].value
-    assert "triage=passed" in at.code[-1].value
+    assert "triage=passed" in view_link(at)
     linked = open_page("failures", triage_error="compile_error")
     no_exception(linked)
     examples = next(d.value for d in linked.dataframe if "static_error" in d.value.columns)

@@ -3,7 +3,7 @@ setting names them), its token file there (0600, root's) and its job database, a
 listening on a host path, from the reference `Model`'s constructor (run by the judge, as root: it fails only when
 something got through) and from `ModelNew` (the candidate); fails with what the part got as JSON in its message.
 A whole program: the reference part ends where the Triton import starts. The test sets FOLDERS and SOCKET in its
-first lines (the judge imports the reference part alone)."""
+first lines, plain constants of the reference part (the judge runs nothing else of the module's level)."""
 
 import base64
 import json
@@ -12,9 +12,6 @@ import socket
 
 import torch
 import torch.nn as nn
-
-FOLDERS = globals().get("FOLDERS", [])
-SOCKET = globals().get("SOCKET", "")
 
 
 def _look():
