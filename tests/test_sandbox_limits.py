@@ -10,7 +10,9 @@ import sys
 import pytest
 
 from common.checks import CHECKS
+from common.outcomes import ErrorType
 from runner.options import MIB, EvalOptions
+from runner.result import RunResult
 from runner.sandbox import cgroup, scratch
 from runner.sandbox.run import close_spares, evaluate_in_sandbox
 from tests.programs import BASE
@@ -77,7 +79,8 @@ def test_threads_past_the_limit_are_too_many_processes(tmp_path):
     assert "too_many_processes" in r.flags, (r.status, r.message)
     assert r.duration_s < 40
     assert ("processes and threads, over the limit of 1024" in r.message  # the watchdog's count
-            or "the kernel refused a process or thread past the job's cap" in r.message), r.message  # the cgroup's
+            or "the kernel refused a process or thread past the job's cap" in r.message  # the cgroup's
+            or "the host refused a process or thread (a limit outside the job's" in r.message), r.message  # a host's
 
 
 THREADS = """
@@ -105,3 +108,14 @@ def test_the_pids_cgroup_caps_threads():
     finally:
         group.remove()
     assert not group.path.exists() and not group.pids.exists()
+
+
+def test_a_thread_refused_by_a_limit_outside_the_job_is_too_many_processes():
+    """A CI container's `pids.max` refused the thread bomb before the watchdog's count or the job's cgroup saw
+    it: the program's RuntimeError is the only sign, and it still reads as too_many_processes."""
+    from runner.sandbox.run import _host_refused_a_task
+    refused = RunResult.failed(ErrorType.RUNTIME_ERROR, "ModelNew forward: RuntimeError: can't start new thread")
+    out = _host_refused_a_task(refused, 812)
+    assert "too_many_processes" in out.flags and "the watchdog saw 812 at most" in out.message
+    honest = RunResult.failed(ErrorType.RUNTIME_ERROR, "ModelNew forward: RuntimeError: shape mismatch")
+    assert "too_many_processes" not in _host_refused_a_task(honest, 3).flags

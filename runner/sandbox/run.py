@@ -389,6 +389,23 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
         verdict.flags = [*verdict.flags, "forged_verdict"]
     if scratch.filled(child.root):
         verdict.flags = [*verdict.flags, "disk_full"]
+    return _host_refused_a_task(verdict, peak_procs)
+
+
+_REFUSED_TASK = ("can't start new thread", "BlockingIOError: [Errno 11]")  # CPython's words for a refused clone
+
+
+def _host_refused_a_task(verdict: RunResult, peak_procs: int) -> RunResult:
+    """A failure because the host refused a thread or process at a limit outside the job's own (a container's
+    `pids.max` on a CI host: neither the watchdog's count nor the job cgroup's `pids.events` saw it) is
+    `too_many_processes` all the same. The words come from the program's process and could be its own: they
+    only ever name a failure, never make one."""
+    if verdict.status != "failed" or "too_many_processes" in verdict.flags or not any(
+            t in verdict.message for t in _REFUSED_TASK):
+        return verdict
+    verdict.message = (f"the host refused a process or thread (a limit outside the job's; the watchdog saw "
+                       f"{peak_procs} at most): {verdict.message}")
+    verdict.flags = [*verdict.flags, "too_many_processes"]
     return verdict
 
 
