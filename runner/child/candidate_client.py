@@ -1,7 +1,8 @@
 """The judge's handle on its candidate process (`runner.child.candidate`): start it, send commands, read answers.
 
-The candidate is started while the judge warms up (so a spare's candidate has imported torch and triton too),
-in the judge's process group (the sandbox's kill and memory watch cover it), with only its end of the socket
+The candidate is forked from the judge once the judge has imported torch and triton, before either touches CUDA
+(`runner.child.fork`: it starts with them imported, and warms its CUDA stack beside the judge), in the judge's
+process group (the sandbox's kill and memory watch cover it), with only its end of the socket
 pair: the judge's verdict channel, spec pipe and memory are out of its reach. Where the judge runs as root, the
 candidate runs as an unprivileged user (`TLX_RUNNER_CANDIDATE_UID`, default 65534 "nobody"; `same` keeps the
 judge's) with no supplementary groups and no way to gain privileges (no_new_privs, set on the judge before the
@@ -25,6 +26,8 @@ from typing import Any
 
 from common.outcomes import ErrorType
 from common.settings import CANDIDATE_UID_ENV
+from runner.child.candidate import main as candidate_main
+from runner.child.fork import fork_candidate
 from runner.child.link import LinkError, decode_outputs, receive, send
 from runner.child.process import close_fds
 from runner.child.steps import Stop
@@ -131,14 +134,11 @@ class CandidateProcess:
             _no_new_privs()
         judge_end, candidate_end = socket.socketpair()
         env = {**os.environ, "HOME": str(self.folder), "TMPDIR": str(self.folder), "TRITON_HOME": str(self.folder)}
-        extra: dict[str, Any] = {}
-        if self.identity is not None:
-            extra = {"user": self.identity[0], "group": self.identity[1], "extra_groups": []}
-        cmd = [sys.executable, "-P", "-m", "runner.child.candidate", "--fd", str(candidate_end.fileno()),
-               "--parent-pid", str(os.getpid()), "--gpu-lock-fds", ",".join(map(str, lock_fds))]
+        argv = ["--fd", str(candidate_end.fileno()), "--parent-pid", str(os.getpid()),
+                "--gpu-lock-fds", ",".join(map(str, lock_fds))]
         try:
-            self.proc = subprocess.Popen(cmd, cwd=self.folder, env=env, stdin=subprocess.DEVNULL,
-                                         pass_fds=(candidate_end.fileno(), *lock_fds), **extra)
+            self.proc = fork_candidate(candidate_main, argv, [candidate_end.fileno(), *lock_fds], self.identity,
+                                       self.folder, env)
         finally:
             candidate_end.close()
             close_fds(lock_fds)

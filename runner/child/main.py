@@ -1,9 +1,9 @@
 """The judge's entry: `python -P -m runner.child.main --spec-fd N --result-fd M --parent-pid P [--cpus ...
 --timing-cpu C --gpu-lock-fds A,B,C,D]`.
 
-First asks the kernel to SIGKILL it when its parent dies (and exits if the parent is already gone), starts its
-candidate process (`runner.child.candidate_client`: it warms up beside the judge), then imports torch
-and warms the CUDA stack (`runner.child.warmup`), so that a pre-warmed spare (`runner.sandbox.spares`) is ready for
+First asks the kernel to SIGKILL it when its parent dies (and exits if the parent is already gone), imports torch
+and triton, forks its candidate process from that state (`runner.child.candidate_client`, `runner.child.fork`:
+it warms up beside the judge), then warms the CUDA stack (`runner.child.warmup`), so that a pre-warmed spare (`runner.sandbox.spares`) is ready for
 work; then reads its one job spec (`{"program", "options", "triton_cache_dir", "channel_key", "gate"}`, and
 `"reference_timing"` when a bulk run reuses Model's timing: `runner.gpu.reference_timings`; one JSON line) from the spec pipe, which stays open for the GPU gate's answers (`runner.gpu.gate`). It sets its resource
 limits, moves the result channel (an inherited pipe) to a private descriptor the candidate does not inherit, picks
@@ -107,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     pinning.set_plan(args.cpus, args.timing_cpu)  # before any thread or the candidate's process starts
     faulthandler.enable()  # a crash leaves the Python stack on stderr, whose tail the parent keeps
     faulthandler.register(STACKS_SIGNAL, all_threads=True)  # the parent asks for stacks before a timeout kill
+    warmup.import_runtime()  # torch and triton, no CUDA: the candidate is forked with them imported
     candidate = CandidateProcess(Path(os.getcwd()), args.gpu_lock_fds[2:4])  # warms up beside this process
     candidate.judge_private = private
     prewarm(triton_kernel=False, lock_fds=args.gpu_lock_fds[:2])  # the judge runs no Triton kernel

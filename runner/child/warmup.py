@@ -51,6 +51,13 @@ def durations(ready_at: float | None = None) -> dict[str, float]:
     return out
 
 
+def restart() -> None:
+    """Start the warm-up's clock again: a process forked from a warm one (`runner.child.fork`) starts now."""
+    global STARTED
+    STARTED = time.time()
+    _marks.clear()
+
+
 def _mark(step: str) -> None:
     _marks[step] = time.time()
 
@@ -86,6 +93,15 @@ def gpu_held(fds: Sequence[int]) -> Iterator[None]:
         yield
     finally:
         fcntl.flock(main, fcntl.LOCK_UN)
+
+
+def import_runtime() -> None:
+    """Import torch and triton, touching no CUDA (what a fork of this process starts with)."""
+    import torch  # noqa: F401
+    import triton  # noqa: F401
+    import triton.language  # noqa: F401
+
+    _mark("imports")
 
 
 def warm_cuda(triton_kernel: bool = True, lock_fds: Sequence[int] = ()) -> bool:
