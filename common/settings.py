@@ -9,6 +9,7 @@
 | `TLX_RUNNER_TOKEN` | the service's bearer token | none (a loopback service makes one) |
 | `TLX_RUNNER_JOBS_PER_GPU` | jobs sharing one GPU through their CPU-bound stages (`runner.gpu.gate`) | min(6, cores / 2) |
 | `TLX_RUNNER_PREWARM` | `0`/`false`/`no`/`off`: no pre-warmed spare children | on |
+| `TLX_RUNNER_FORKSERVER` | `0`/`false`/`no`/`off`: each job's judge starts as a program, not forked from a server with torch imported (`runner.sandbox.zygote`) | on (where the runner is root and jobs are isolated) |
 | `TLX_RUNNER_CPU_THREADS` | torch CPU threads in a CUDA job (read inside the child) | min(4, cores / 4) |
 | `TLX_RUNNER_PIN_TIMING` | `0`/`false`/`no`/`off`: no core kept for each GPU's timing thread (`runner.gpu.cpu_plan`) | on |
 | `TLX_RUNNER_REUSE_REFERENCE_TIMING` | `0`/`false`/`no`/`off`: a bulk run times Model in every job (`runner.gpu.reference_timings`) | on |
@@ -36,6 +37,7 @@ HOST_BYTES_PER_JOB = 8 << 30  # the judge, the candidate and their spares' two p
 URL_ENV, TOKEN_ENV = "TLX_RUNNER_URL", "TLX_RUNNER_TOKEN"
 JOBS_PER_GPU_ENV, PREWARM_ENV, CPU_THREADS_ENV = "TLX_RUNNER_JOBS_PER_GPU", "TLX_RUNNER_PREWARM", "TLX_RUNNER_CPU_THREADS"
 PIN_TIMING_ENV = "TLX_RUNNER_PIN_TIMING"  # runner.gpu.cpu_plan
+FORKSERVER_ENV = "TLX_RUNNER_FORKSERVER"  # runner.sandbox.zygote_client
 REUSE_REFERENCE_ENV = "TLX_RUNNER_REUSE_REFERENCE_TIMING"  # runner.bulk.backends
 CANDIDATE_UID_ENV = "TLX_RUNNER_CANDIDATE_UID"  # read by the judge (runner.child.candidate_client)
 LOCK_DIR_ENV = "TLX_RUNNER_LOCK_DIR"  # the GPU gates' lock files, shared by the host's runners (runner.gpu.host_lock)
@@ -97,6 +99,7 @@ class RunnerConfig:
     token: str | None = None
     jobs_per_gpu: int | None = None  # None: `default_jobs_per_gpu` for the GPUs found
     prewarm: bool = True
+    forkserver: bool = True  # judges forked from a server with torch imported (runner.sandbox.zygote)
     cpu_threads: int | None = None  # None: min(4, cores / 4)
     pin_timing: bool = True  # a core per GPU for its timing thread (runner.gpu.cpu_plan)
     reuse_reference_timing: bool = True  # bulk runs time Model once per reference text and GPU
@@ -109,6 +112,7 @@ class RunnerConfig:
             token=(env.get(TOKEN_ENV) or "").strip() or None,
             jobs_per_gpu=_positive_int(env.get(JOBS_PER_GPU_ENV), 0) or None,
             prewarm=env.get(PREWARM_ENV, "1").strip().lower() not in _OFF,
+            forkserver=env.get(FORKSERVER_ENV, "1").strip().lower() not in _OFF,
             cpu_threads=_positive_int(env.get(CPU_THREADS_ENV), 0) or None,
             pin_timing=env.get(PIN_TIMING_ENV, "1").strip().lower() not in _OFF,
             reuse_reference_timing=env.get(REUSE_REFERENCE_ENV, "1").strip().lower() not in _OFF,

@@ -153,11 +153,16 @@ class JobCgroup:
                 pass
         return cls(path, hierarchy, pids)
 
+    def procs_files(self) -> list[str]:
+        """The `cgroup.procs` files a process writes its pid to to enter this cgroup (and its `pids` cgroup, v1)."""
+        return [str(self.path / "cgroup.procs"), *([str(self.pids / "cgroup.procs")]
+                                                    if self.pids not in (None, self.path) else [])]
+
     def enter_command(self, cmd: list[str]) -> list[str]:
         """`cmd`, run inside this cgroup (and its `pids` cgroup, v1) from its first instruction on."""
-        extra = str(self.pids / "cgroup.procs") if self.pids not in (None, self.path) else ""
+        files = self.procs_files()
         return ["/bin/sh", "-c", 'echo $$ > "$0" && { [ -z "$1" ] || echo $$ > "$1"; } && shift && exec "$@"',
-                str(self.path / "cgroup.procs"), extra, *cmd]
+                files[0], files[1] if len(files) > 1 else "", *cmd]
 
     def set_task_limit(self, tasks: int) -> None:
         """Cap the job's tasks (processes and threads: the kernel refuses a fork or a thread past it)."""

@@ -348,7 +348,7 @@ def _run_child(child: Child, path: Path, options: EvalOptions, cache_dir: Path,
     except OSError:  # below what the folder holds already (the shared Triton cache's entries): it keeps its cap
         pass
     namespace = None
-    while proc.poll() is None and not channel.done.is_set():  # a verdict in hand: no waiting for the exit
+    while child.poll() is None and not channel.done.is_set():  # a verdict in hand: no waiting for the exit
         if cancel is not None and cancel.is_set():
             killed_for = "cancel"
         elif time.monotonic() > sent + options.timeout_s + channel.waited_s():  # waiting for the GPU is free

@@ -33,9 +33,11 @@ from common.settings import CHILD_ENV, RunnerConfig, load_settings
 from runner.gpu.cpu_plan import plan_for
 from runner.gpu.host_lock import child_descriptors
 from runner.options import EvalOptions
-from runner.sandbox import isolation, jobdirs, scratch
+from runner.sandbox import isolation, jobdirs, scratch, zygote_client
 from runner.sandbox.cgroup import JobCgroup
+from runner.sandbox.enter import DOOR
 from runner.sandbox.isolation import REPO_ROOT
+from runner.sandbox.zygote_client import ForkedJudge, ForkServer
 
 # the child's environment is built from these names only (a prefix such as TORCH_ would pass TORCH_HUB_TOKEN)
 ENV_ALLOWED = ("PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "OMP_NUM_THREADS",
@@ -90,12 +92,24 @@ class Child:
     iso: isolation.Isolation
     cgroup: JobCgroup | None
 
+    judge: ForkedJudge | None = None  # the judge, where forked from the fork server into the isolation's door
+
+    def poll(self) -> int | None:
+        """The child's exit status once it has ended (the judge's, where forked), else None."""
+        if self.judge is not None and self.judge.ended.is_set():
+            return self.returncode()
+        return self.proc.poll()
+
     def returncode(self) -> int:
-        """The child's exit status (negative: the signal that ended it), once `proc` has ended."""
+        """The child's exit status (negative: the signal that ended it), once it has ended."""
+        if self.judge is not None and self.judge.exit_code is not None:
+            return self.judge.exit_code
         return self.iso.returncode(self.proc.returncode)
 
     def job_pid(self) -> int:
-        """The child's pid as the runner sees it (under the isolation's init when isolated)."""
+        """The child's pid as the runner sees it (under the isolation's init when isolated; the forked judge's)."""
+        if self.judge is not None and self.judge.pid is not None:
+            return self.judge.pid
         pid = self.proc.pid
         for _ in range(2 if self.iso.isolated else 0):
             try:
@@ -146,7 +160,7 @@ def kill_group(pgid: int) -> None:
         pass
 
 
-def start_child(options: EvalOptions) -> Child:
+def start_child(options: EvalOptions, forked: bool = True) -> Child:
     """Start one child (call from the spawner thread: its parent-death signal is tied to that thread)."""
     iso = isolation.current()
     root = jobdirs.make_job_dir(options.work_root)
@@ -158,18 +172,21 @@ def start_child(options: EvalOptions) -> Child:
         env = {**base_env(options), "HOME": str(work), "TMPDIR": str(work), "TRITON_HOME": str(work)}
         spec_r, spec_w = os.pipe()
         result_r, result_w = os.pipe()
+        server = fork_server(options, iso) if forked else None
         parent = isolation.INNER_PARENT_PID if iso.isolated else os.getpid()
         plan = plan_for(options.visible_devices) if options.device != "cpu" else None
         lock_fds = child_descriptors(options.visible_devices or "", 2) if options.device != "cpu" else []
-        cmd = iso.wrap([sys.executable, "-P", "-m", "runner.child.main", "--spec-fd", str(spec_r), "--result-fd",
-                        str(result_w), "--parent-pid", str(parent), *(plan.argv() if plan else []),
-                        "--gpu-lock-fds", ",".join(map(str, lock_fds))],
-                       root, hidden_paths(options), options.write_roots)
+        args = ["--spec-fd", str(spec_r), "--result-fd", str(result_w), "--parent-pid", str(parent),
+                *(plan.argv() if plan else []), "--gpu-lock-fds", ",".join(map(str, lock_fds))]
+        inner = [sys.executable, "-I", "-S", "-c", DOOR] if server else [sys.executable, "-P", "-m", "runner.child.main",
+                                                                          *args]
+        cmd = iso.wrap(inner, root, hidden_paths(options), options.write_roots)
         if job_cgroup is not None:
             cmd = job_cgroup.enter_command(cmd)
         proc = subprocess.Popen(cmd, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, pass_fds=(spec_r, result_w, *lock_fds), start_new_session=True,
                                 umask=0o022)  # the folders bwrap makes on the way to the job's must be searchable)
+        door_fds = [spec_r, result_w, *lock_fds]
     except BaseException:
         for fd in (spec_w, result_r):
             if fd >= 0:
@@ -182,7 +199,39 @@ def start_child(options: EvalOptions) -> Child:
         for fd in (spec_r, result_w, *lock_fds):
             if fd >= 0:
                 os.close(fd)
-    return Child(proc, root, work, spec_w, result_r, iso, job_cgroup)
+    child = Child(proc, root, work, spec_w, result_r, iso, job_cgroup)
+    if server is None:
+        return child
+    try:  # the judge's parent is outside the job's PID namespace: it sees parent pid 0
+        args[args.index("--parent-pid") + 1] = "0"
+        child.judge = server.fork_judge(proc.pid, 2, door_fds, job_cgroup.procs_files() if job_cgroup else [], args)
+    except OSError:  # this job starts its judge as a program (and every job, where the server never worked)
+        child.discard()
+        return start_child(options, forked=False)
+    return child
+
+
+_servers: dict[tuple, ForkServer] = {}
+
+
+def fork_server(options: EvalOptions, iso: isolation.Isolation) -> ForkServer | None:
+    """The fork server for this configuration (started here, on the spawner thread), None where judges start as
+    programs (`zygote_client.wanted`) or the server broke."""
+    if zygote_client.wanted(iso.isolated) is not None:
+        return None
+    key = (iso.mode, tuple(sorted(base_env(options).items())))
+    if key not in _servers:
+        _servers[key] = ForkServer(base_env(options))
+    server = _servers[key]
+    return None if server.broken else server
+
+
+def fork_servers_state() -> dict[str, object]:
+    """For /health: whether judges are forked from a server, and any server's failure."""
+    iso = isolation.current()
+    why_not = zygote_client.wanted(iso.isolated)
+    broken = [s.broken for s in _servers.values() if s.broken]
+    return {"forked_judges": why_not is None and not broken, "why_not": why_not or (broken[0] if broken else None)}
 
 
 class ChildPool:
@@ -209,7 +258,7 @@ class ChildPool:
             with self._lock:
                 waiting = self._spares.get(key)
                 child = waiting.pop(0) if waiting else None
-            if child is None or child.proc.poll() is None:
+            if child is None or child.poll() is None:
                 break
             child.discard()  # it died while waiting (e.g. killed from outside)
         if child is None:

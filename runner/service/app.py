@@ -49,6 +49,7 @@ from runner.gpu.slots import Slot, make_slots
 from runner.result import RunResult
 from runner.rows import RowNotFound, StoreUnavailable, load_program, store_identity
 from runner.sandbox import isolation, scrub
+from runner.sandbox.spares import fork_servers_state
 from runner.service.http import BadRequest, Limits, make_server
 from runner.service.jobs import STATES, Job, JobStore
 from runner.service.pairs import MEMBERS, PAIR_FIELD, member_link, pair_result, run_records
@@ -165,6 +166,7 @@ class RunnerService:
             "gpu_gates": gates_report(),  # per GPU: seconds held by jobs (busy) and timing, and their fractions
             "uptime_s": round(time.time() - self.started_at, 1),
             "isolation": isolation.current().describe(),  # mode "none": every result is flagged not_isolated
+            "fork_server": fork_servers_state(),  # judges forked from a server with torch imported, or why not
             "store": store_identity(self.store),  # the store row ids are resolved against
         }
 
