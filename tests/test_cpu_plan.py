@@ -14,7 +14,7 @@ from runner.child import pinning
 from runner.gpu import cpu_plan
 from runner.gpu.cpu_plan import CpuPlan, plan_for
 from runner.options import EvalOptions
-from runner.sandbox import spares
+from runner.sandbox import isolation, spares, zygote_client
 
 
 def test_the_last_cores_are_the_gpus_timing_cores_and_no_job_runs_there():
@@ -50,8 +50,10 @@ def test_host_gpus_are_counted_from_their_device_files(tmp_path):
     assert cpu_plan.host_gpu_count(tmp_path) == 2 and cpu_plan.host_gpu_count(tmp_path / "absent") == 0
 
 
-def test_a_gpu_child_is_started_with_its_plan(monkeypatch, tmp_path):
-    """The sandbox's command carries the plan to `runner.child.main` (which applies it before importing torch)."""
+@pytest.mark.parametrize("forked", [False, True])
+def test_a_gpu_child_is_started_with_its_plan(monkeypatch, tmp_path, forked):
+    """The sandbox's command (or the fork server's request) carries the plan to `runner.child.main` (which applies
+    it before importing torch)."""
     seen: list[list[str]] = []
 
     class Stop(Exception):
@@ -65,8 +67,18 @@ def test_a_gpu_child_is_started_with_its_plan(monkeypatch, tmp_path):
         seen.append(cmd)
         raise Stop
 
+    def fork_judge(self, outer_pid, depth, fds, procs, argv):
+        seen.append(["runner.child.main", *argv])
+        raise Stop
+
     monkeypatch.setattr(spares, "plan_for", lambda visible: CpuPlan((0, 1, 2), 3) if visible == "0" else None)
-    monkeypatch.setattr(spares.subprocess, "Popen", popen)
+    if forked:
+        if zygote_client.wanted(isolation.current().isolated) is not None:
+            pytest.skip(f"no fork server here: {zygote_client.wanted(isolation.current().isolated)}")
+        monkeypatch.setattr(zygote_client.ForkServer, "fork_judge", fork_judge)
+    else:
+        monkeypatch.setenv("TLX_RUNNER_FORKSERVER", "0")
+        monkeypatch.setattr(spares.subprocess, "Popen", popen)
     for device, visible in (("cuda", "0"), ("cpu", "")):
         with pytest.raises(Stop):
             spares.start_child(EvalOptions(device=device, visible_devices=visible, work_root=str(tmp_path)))

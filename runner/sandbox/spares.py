@@ -208,6 +208,9 @@ def start_child(options: EvalOptions, forked: bool = True) -> Child:
     except OSError:  # this job starts its judge as a program (and every job, where the server never worked)
         child.discard()
         return start_child(options, forked=False)
+    except BaseException:
+        child.discard()
+        raise
     return child
 
 
