@@ -224,6 +224,9 @@ def fork_server(options: EvalOptions, iso: isolation.Isolation) -> ForkServer | 
         return None
     key = (iso.mode, tuple(sorted(base_env(options).items())))
     if key not in _servers:
+        idle = [k for k, server in _servers.items() if server.idle()]
+        for old in idle[:max(0, len(_servers) - MAX_CONFIGS + 1)]:  # the oldest idle ones go (a busy one's jobs
+            _servers.pop(old).close()  # would die with it)
         _servers[key] = ForkServer(base_env(options))
     server = _servers[key]
     return None if server.broken else server

@@ -91,6 +91,11 @@ class ForkServer:
         self.started_any = True
         return judge
 
+    def idle(self) -> bool:
+        """Whether no judge of this server is running (closing the server kills its judges)."""
+        with self._lock:
+            return not self._jobs
+
     def close(self) -> None:
         try:
             self.sock.close()
