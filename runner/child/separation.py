@@ -19,6 +19,7 @@ import ctypes.util
 import os
 
 PR_SET_DUMPABLE, PR_GET_DUMPABLE, PR_CAPBSET_DROP = 4, 3, 24
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 CAPABILITY_VERSION_3 = 0x20080522
 LAST_CAP_FILE = "/proc/sys/kernel/cap_last_cap"
 
@@ -47,21 +48,33 @@ class _CapData(ctypes.Structure):
     _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 
-def drop_capabilities() -> str:
-    """Drop every capability of this process (as root); what was done, in words."""
-    if os.geteuid() != 0:
-        return "not root: no capabilities to drop"
+def limit_capabilities(keep: frozenset[int] = frozenset()) -> None:
+    """Keep only the capabilities numbered `keep`: the bounding set (where this process may), then effective and
+    permitted; inheritable and ambient emptied. OSError where the kernel refuses capset."""
     libc = _libc()
     if libc is None:
-        return "no libc: capabilities kept"
+        raise OSError("no libc")
     try:
         with open(LAST_CAP_FILE) as fh:
             last = int(fh.read())
     except (OSError, ValueError):
         last = 63
-    for cap in range(last + 1):
-        libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)  # EINVAL past the kernel's last: ignored
-    header, data = _CapHeader(CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    for cap in range(last + 1):  # refused without CAP_SETPCAP (a root candidate whose isolation took it): then
+        if cap not in keep:  # no_new_privs keeps an exec from gaining what the bounding set still names
+            libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    mask = sum(1 << cap for cap in keep)
+    header, data = _CapHeader(CAPABILITY_VERSION_3, 0), (_CapData * 2)(_CapData(mask, mask, 0), _CapData(0, 0, 0))
     if libc.capset(ctypes.byref(header), data) != 0:
-        return f"capset failed (errno {ctypes.get_errno()}): capabilities kept"
+        raise OSError(ctypes.get_errno(), "capset refused")
+
+
+def drop_capabilities() -> str:
+    """Drop every capability of this process (as root); what was done, in words."""
+    if os.geteuid() != 0:
+        return "not root: no capabilities to drop"
+    try:
+        limit_capabilities()
+    except OSError as exc:
+        return f"{exc}: capabilities kept"
     return "root without capabilities"

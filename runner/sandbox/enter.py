@@ -20,8 +20,9 @@ import ctypes
 import os
 import time
 
+from runner.child.separation import limit_capabilities
 from runner.sandbox.isolation import KEPT_CAPS
-from runner.sandbox.jail import CAP_NAMES, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS
+from runner.sandbox.jail import CAP_NAMES, PR_SET_NO_NEW_PRIVS
 
 # the door: waits until the job ends (its isolation's init takes every member with it); the stacks signal is not
 # for it
@@ -31,8 +32,6 @@ DOOR = (f"import signal  # {DOOR_MARK}\nsignal.signal(signal.SIGUSR1, signal.SIG
 NAMESPACES = (("cgroup", 0x02000000), ("ipc", 0x08000000), ("uts", 0x04000000), ("net", 0x40000000),
               ("pid", 0x20000000), ("mnt", 0x00020000))  # the mount namespace last: it changes the root
 SYS_PIDFD_GETFD = 438  # the same on every architecture (Linux >= 5.6)
-PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
-CAPABILITY_VERSION_3 = 0x20080522
 FIND_DOOR_S = 20.0
 HIGH_FD = 1000  # grabbed descriptors wait here until the others are closed
 
@@ -110,25 +109,8 @@ def join(door: int, procs_files: list[str]) -> None:
     os.close(cwd)
 
 
-class _CapHeader(ctypes.Structure):
-    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
-
-
-class _CapData(ctypes.Structure):
-    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
-
-
 def drop_privileges(keep: tuple[str, ...] = KEPT_CAPS) -> None:
-    kept = {CAP_NAMES[c] for c in keep}
-    with open("/proc/sys/kernel/cap_last_cap") as fh:
-        last = int(fh.read())
-    for cap in range(last + 1):
-        if cap not in kept:
-            _check(_libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0), f"dropping capability {cap}")
-    _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-    mask = sum(1 << c for c in kept)
-    data = (_CapData * 2)(_CapData(mask, mask, 0), _CapData(0, 0, 0))
-    _check(_libc.capset(ctypes.byref(_CapHeader(CAPABILITY_VERSION_3, 0)), data), "setting capabilities")
+    limit_capabilities(frozenset(CAP_NAMES[c] for c in keep))
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "setting no_new_privs")
 
 
