@@ -21,7 +21,7 @@ PROFILES = {**{name: f"{name} ({p.summary})" for name, p in profiles.PROFILES.it
 def client_of(cfg):
     from runner.service.client import resolve_token
 
-    token = cfg.runner_token or resolve_token(cfg.runs_dir)
+    token = resolve_token(cfg)
     return context.runner_client(cfg.runner_url, token)
 
 

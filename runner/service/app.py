@@ -42,7 +42,7 @@ from common.hardware import result_device
 from common.program_hash import is_utf8
 from common.results_log import ResultsLog, default_writer
 from common.row_id import BadRowId, check_row_id
-from common.settings import DEFAULT_PORT, RunnerConfig, load_settings
+from common.settings import DEFAULT_PORT, Settings, load_settings
 from runner.gpu.gate import gates_report
 from runner.gpu.host_lock import prefer_this_process
 from runner.gpu.slots import Slot, make_slots
@@ -98,9 +98,11 @@ def parse_options(body: dict[str, Any], has_gpu: bool) -> tuple[RunSpec, bool]:
 class RunnerService:
     """The state behind the HTTP handler: job store, results log, workers."""
 
-    def __init__(self, runs_dir: Path, store: Path | None, slots: list[Slot], evaluate: Evaluator, token: str):
+    def __init__(self, runs_dir: Path, store: Path | None, slots: list[Slot], evaluate: Evaluator, token: str,
+                 settings: Settings | None = None):
         self.runs_dir = Path(runs_dir)
         self.store = store
+        self.settings = settings  # where a row id's store is when `store` is None (the sample store)
         self.slots = slots
         self.token = token
         self.started_at = time.time()
@@ -165,7 +167,7 @@ class RunnerService:
             "gpu_gates": gates_report(),  # per GPU: seconds held by jobs (busy) and timing, and their fractions
             "uptime_s": round(time.time() - self.started_at, 1),
             "isolation": isolation.current().describe(),  # mode "none": every result is flagged not_isolated
-            "store": store_identity(self.store),  # the store row ids are resolved against
+            "store": store_identity(self.store, self.settings),  # the store row ids are resolved against
         }
 
     def submit(self, body: Any) -> tuple[int, dict[str, Any]]:
@@ -208,7 +210,7 @@ class RunnerService:
         """The program text of a row id or of a given program, checked; refusals name the field (`where`)."""
         if row_id is not None:
             try:
-                return load_program(self.store, check_row_id(row_id))
+                return load_program(self.store, check_row_id(row_id), self.settings)
             except BadRowId as e:
                 raise BadRequest(400, f"{where}row_id: {e}" if where else str(e)) from None
             except RowNotFound as e:
@@ -246,9 +248,9 @@ class RunnerService:
         return job.summary()
 
 
-def resolve_token(host: str, runs_dir: Path) -> str:
-    """The service token (see the module docstring); raises SystemExit when none may be generated."""
-    token = RunnerConfig.from_env().token
+def resolve_token(host: str, runs_dir: Path, token: str | None) -> str:
+    """The service token: `token` (`TLX_RUNNER_TOKEN`), else one generated (see the module docstring); raises
+    SystemExit when none may be generated."""
     if token:
         return token
     if not is_loopback(host):
@@ -296,17 +298,18 @@ def main(args: argparse.Namespace) -> int:
     except BlockingIOError:
         print(f"serve: another runner service already uses {runs_dir}", file=sys.stderr)
         return 1
-    token = resolve_token(args.host, runs_dir)
+    token = resolve_token(args.host, runs_dir, settings.runner.token)
     prefer_this_process()  # a re-run someone waits for goes before a bulk run's next steps on the same GPU
     try:
         slots = make_slots(args.device, args.cpu_workers, triton_cache_dir=str(runs_dir / "triton-cache"),
-                           jobs_per_gpu=args.jobs_per_gpu or RunnerConfig.from_env().jobs_per_gpu)
+                           jobs_per_gpu=args.jobs_per_gpu or settings.runner.jobs_per_gpu,
+                           placement=settings.job_placement())
     except (RuntimeError, ValueError) as e:
         print(f"serve: {e}", file=sys.stderr)
         return 1
     store = args.store or (None if settings.store_is_sample else settings.store)
     isolation.keep_private(runs_dir, store)  # named by flags, not settings: no job may see them either
-    service = RunnerService(runs_dir, store, slots, sandbox_evaluator, token)
+    service = RunnerService(runs_dir, store, slots, sandbox_evaluator, token, settings)
     try:
         server = make_server(service, args.host, args.port,
                              Limits(args.idle_timeout, args.request_deadline, args.max_connections))

@@ -1,6 +1,7 @@
 """Client of the runner service (stdlib only; the explorer imports it) and `python -m runner submit`.
 
-    client = RunnerClient(RunnerConfig.from_env().url, token)
+    settings = load_settings()  # once, at the process's entry
+    client = RunnerClient(settings.runner_url, resolve_token(settings))
     job = client.submit(row_id="train/000123", timeout_s=60, profile="kernelbench-strict")  # or atol=..., rtol=...
     done = client.wait(job["id"], timeout=300)
     print(done["result"]["status"])
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TlxError
-from common.settings import RunnerConfig, load_settings
+from common.settings import Settings, load_settings
 from common.terminal import inert
 from runner.spec_args import add_spec_arguments, spec_fields
 
@@ -149,14 +150,12 @@ class RunnerClient:
             time.sleep(poll)
 
 
-def resolve_token(runs_dir: Path | None = None) -> str | None:
-    """`TLX_RUNNER_TOKEN`, else the token a loopback service wrote to `RUNS_DIR/runner.token`."""
-    token = RunnerConfig.from_env().token
-    if token:
-        return token
-    if runs_dir is None:
-        runs_dir = load_settings().runs_dir
-    path = Path(runs_dir) / "runner.token"
+def resolve_token(settings: Settings, runs_dir: Path | None = None) -> str | None:
+    """`TLX_RUNNER_TOKEN`, else the token a loopback service wrote to `runner.token` in `runs_dir` (default the
+    settings' runs dir)."""
+    if settings.runner_token:
+        return settings.runner_token
+    path = Path(runs_dir or settings.runs_dir) / "runner.token"
     return path.read_text().strip() if path.is_file() else None
 
 
@@ -193,8 +192,9 @@ def main(args: argparse.Namespace) -> int:
     if (args.row_id is None) == (args.program is None):
         print("submit: give a ROW_ID or --program FILE (one of them)", file=sys.stderr)
         return 2
-    url = args.url or RunnerConfig.from_env().url
-    client = RunnerClient(url, resolve_token(args.runs_dir), timeout=30.0)
+    settings = load_settings()
+    url = args.url or settings.runner_url
+    client = RunnerClient(url, resolve_token(settings, args.runs_dir), timeout=30.0)
     options = {"device": args.device, **spec_fields(args)}
     if args.force:
         options["force"] = True
