@@ -45,6 +45,8 @@ LOCK_DIR_ENV = "TLX_RUNNER_LOCK_DIR"  # the GPU gates' lock files, shared by the
 CUDA_IPC_ENV = "TLX_RUNNER_CUDA_IPC"  # read by the judge (runner.child.evaluate): 0 sends outputs as host bytes
 CHILD_ENV = (CANDIDATE_UID_ENV, CUDA_IPC_ENV)  # passed into the sandbox's scrubbed environment
 
+DEFAULT_INDEX_BUILD_MB = 1024  # TLX_INDEX_BUILD_MB: memory one code part's search index build may use
+
 _TRUE = {"1", "true", "yes", "on"}
 _OFF = ("0", "false", "no", "off")
 
@@ -168,6 +170,6 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         duckdb_memory=env.get("TLX_DUCKDB_MEMORY", "2GB"),
         query_timeout_s=float(env.get("TLX_QUERY_TIMEOUT_S", "10")),
         search_cache_mb=int(env.get("TLX_SEARCH_CACHE_MB", "1200")),
-        index_build_mb=int(env.get("TLX_INDEX_BUILD_MB", "1024")),
+        index_build_mb=int(env.get("TLX_INDEX_BUILD_MB", str(DEFAULT_INDEX_BUILD_MB))),
         runner=runner,
     )
