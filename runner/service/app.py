@@ -70,7 +70,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def parse_options(body: dict[str, Any], has_gpu: bool) -> tuple[RunSpec, bool]:
+def parse_spec(body: dict[str, Any], has_gpu: bool) -> tuple[RunSpec, bool]:
     """The option fields of a POST /jobs body -> (run settings with defaults filled, force). `RunSpec` checks the
     settings (`runner.options.check_settings`); the service adds what only it decides: `auto` and `cuda` against
     its GPUs, and caps on what one untrusted job may ask for."""
@@ -80,19 +80,19 @@ def parse_options(body: dict[str, Any], has_gpu: bool) -> tuple[RunSpec, bool]:
     if device == "auto":
         device = "cuda" if has_gpu else "cpu"
     try:
-        options = RunSpec.build(device, timeout_s=body.get("timeout_s"), trials=body.get("trials"),
+        spec = RunSpec.build(device, timeout_s=body.get("timeout_s"), trials=body.get("trials"),
                                 profile=body.get("profile"), atol=body.get("atol"), rtol=body.get("rtol"),
                                 inputs_device=body.get("inputs_device"))
     except (ValueError, TypeError) as e:
         raise BadRequest(400, str(e)) from None
-    if options.timeout_s > MAX_TIMEOUT_S:
-        raise BadRequest(400, f"timeout_s must be at most {MAX_TIMEOUT_S:g}, not {options.timeout_s:g}")
-    if options.trials > MAX_TRIALS:
-        raise BadRequest(400, f"trials must be at most {MAX_TRIALS}, not {options.trials}")
+    if spec.timeout_s > MAX_TIMEOUT_S:
+        raise BadRequest(400, f"timeout_s must be at most {MAX_TIMEOUT_S:g}, not {spec.timeout_s:g}")
+    if spec.trials > MAX_TRIALS:
+        raise BadRequest(400, f"trials must be at most {MAX_TRIALS}, not {spec.trials}")
     force = body.get("force", False)
     if not isinstance(force, bool):
         raise BadRequest(400, f"force must be true or false, not {force!r}")
-    return options, force
+    return spec, force
 
 
 class RunnerService:
@@ -116,7 +116,7 @@ class RunnerService:
 
         def crashed_run(job: Job, pair: dict[str, Any] | None = None) -> dict[str, Any]:
             result = RunResult.crashed(f"the runner service died {job.attempts} times while running this job",
-                                       job.options, id=job.result_id, row_id=job.row_id,
+                                       job.spec, id=job.result_id, row_id=job.row_id,
                                        program_sha256=job.program_sha256)
             result.pair = pair
             return result.to_dict()
@@ -181,8 +181,8 @@ class RunnerService:
         row_id, program = body.get("row_id"), body.get("program")
         if (row_id is None) == (program is None):
             raise BadRequest(400, "give exactly one of 'row_id' or 'program'")
-        options, force = parse_options(body, self.has_gpu)
-        job, created = self.jobs.submit(self._program(row_id, program), options, row_id=row_id, force=force)
+        spec, force = parse_spec(body, self.has_gpu)
+        job, created = self.jobs.submit(self._program(row_id, program), spec, row_id=row_id, force=force)
         return self._queued(job, created)
 
     def _submit_pair(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -202,8 +202,8 @@ class RunnerService:
                 raise BadRequest(400, f"{where} must be an object with exactly one of 'row_id' or 'program'")
             row_id, program = member.get("row_id"), member.get("program")
             programs[label] = (row_id, self._program(row_id, program, f"{where}."))
-        options, force = parse_options(body, self.has_gpu)
-        job, created = self.jobs.submit_pair(programs, options, force=force)
+        spec, force = parse_spec(body, self.has_gpu)
+        job, created = self.jobs.submit_pair(programs, spec, force=force)
         return self._queued(job, created)
 
     def _program(self, row_id: Any, program: Any, where: str = "") -> str:

@@ -103,16 +103,16 @@ class RunnerClient:
     def health(self) -> dict[str, Any]:
         return self._request("GET", "/health")
 
-    def submit(self, row_id: str | None = None, program: str | None = None, **options: Any) -> dict[str, Any]:
+    def submit(self, row_id: str | None = None, program: str | None = None, **fields: Any) -> dict[str, Any]:
         """Queue a run of a store row or of a program text; returns `{"id", "state"}`. Options: device,
         timeout_s, trials, profile, atol, rtol, inputs_device, force (None: the service's default)."""
         if (row_id is None) == (program is None):
             raise ValueError("submit needs exactly one of row_id or program")
         body: dict[str, Any] = {"row_id": row_id} if row_id is not None else {"program": program}
-        body.update({k: v for k, v in options.items() if v is not None})
+        body.update({k: v for k, v in fields.items() if v is not None})
         return self._request("POST", "/jobs", body)
 
-    def submit_pair(self, a: dict[str, str], b: dict[str, str], **options: Any) -> dict[str, Any]:
+    def submit_pair(self, a: dict[str, str], b: dict[str, str], **fields: Any) -> dict[str, Any]:
         """Queue one job that times two programs back to back on one GPU under one set of options; `a` and `b`
         are each `{"row_id": ...}` or `{"program": ...}`. Returns `{"id", "state"}`; the finished job's result
         holds both runs (`runs`), their order, start times, `differences` and `b_speedup_over_a`. Raises
@@ -120,7 +120,7 @@ class RunnerClient:
         for label, member in (("a", a), ("b", b)):
             if not isinstance(member, dict) or len(member) != 1 or set(member) - {"row_id", "program"}:
                 raise ValueError(f"submit_pair: {label} must be {{'row_id': ...}} or {{'program': ...}}")
-        body: dict[str, Any] = {"pair": {"a": a, "b": b}} | {k: v for k, v in options.items() if v is not None}
+        body: dict[str, Any] = {"pair": {"a": a, "b": b}} | {k: v for k, v in fields.items() if v is not None}
         try:
             return self._request("POST", "/jobs", body)
         except RunnerError as error:  # an older service names the field it does not know
@@ -195,14 +195,14 @@ def main(args: argparse.Namespace) -> int:
     settings = load_settings()
     url = args.url or settings.runner_url
     client = RunnerClient(url, resolve_token(settings, args.runs_dir), timeout=30.0)
-    options = {"device": args.device, **spec_fields(args)}
+    fields = {"device": args.device, **spec_fields(args)}
     if args.force:
-        options["force"] = True
+        fields["force"] = True
     try:
         if args.program is not None:
-            job = client.submit(program=args.program.read_text(encoding="utf-8"), **options)
+            job = client.submit(program=args.program.read_text(encoding="utf-8"), **fields)
         else:
-            job = client.submit(row_id=args.row_id, **options)
+            job = client.submit(row_id=args.row_id, **fields)
         if args.wait:
             job = client.wait(job["id"], timeout=args.wait_timeout)
         else:
