@@ -1,7 +1,9 @@
 """Frozen settings read from `TLX_*` environment variables: the one reader of them all (README, Configuration).
 
-`load_settings()` gives the explorer's `Settings`; `RunnerConfig.from_env()` the runner's `TLX_RUNNER_*` part
-(the explorer reads the service's URL and token through it too):
+`load_settings()` gives a process's `Settings`, with the runner's `TLX_RUNNER_*` part as `Settings.runner` (a
+`RunnerConfig`). Each process reads them once, at its entry (the explorer's session, `python -m queries`,
+`python -m runner` and its subcommands), and passes the frozen object down; the sandboxed child gets what it needs
+through its job's options (`Settings.job_placement`):
 
 | variable | meaning | default |
 |---|---|---|
@@ -10,7 +12,7 @@
 | `TLX_RUNNER_JOBS_PER_GPU` | jobs sharing one GPU through their CPU-bound stages (`runner.gpu.gate`) | min(6, cores / 2) |
 | `TLX_RUNNER_PREWARM` | `0`/`false`/`no`/`off`: no pre-warmed spare children | on |
 | `TLX_RUNNER_FORKSERVER` | `0`/`false`/`no`/`off`: each job's judge starts as a program, not forked from a server with torch imported (`runner.sandbox.zygote`) | on (where the runner is root and jobs are isolated) |
-| `TLX_RUNNER_CPU_THREADS` | torch CPU threads in a CUDA job (read inside the child) | min(4, cores / 4) |
+| `TLX_RUNNER_CPU_THREADS` | torch CPU threads in a CUDA job (sent to the child in its options) | min(4, cores / 4) |
 | `TLX_RUNNER_PIN_TIMING` | `0`/`false`/`no`/`off`: no core kept for each GPU's timing thread (`runner.gpu.cpu_plan`) | on |
 | `TLX_RUNNER_REUSE_REFERENCE_TIMING` | `0`/`false`/`no`/`off`: a bulk run times Model in every job (`runner.gpu.reference_timings`) | on |
 
@@ -24,6 +26,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_DIR = REPO_ROOT / "data" / "sample"
@@ -42,7 +45,9 @@ REUSE_REFERENCE_ENV = "TLX_RUNNER_REUSE_REFERENCE_TIMING"  # runner.bulk.backend
 CANDIDATE_UID_ENV = "TLX_RUNNER_CANDIDATE_UID"  # read by the judge (runner.child.candidate_client)
 LOCK_DIR_ENV = "TLX_RUNNER_LOCK_DIR"  # the GPU gates' lock files, shared by the host's runners (runner.gpu.host_lock)
 CUDA_IPC_ENV = "TLX_RUNNER_CUDA_IPC"  # read by the judge (runner.child.evaluate): 0 sends outputs as host bytes
-CHILD_ENV = (CPU_THREADS_ENV, CANDIDATE_UID_ENV, CUDA_IPC_ENV)  # passed into the sandbox's scrubbed environment
+CHILD_ENV = (CANDIDATE_UID_ENV, CUDA_IPC_ENV)  # passed into the sandbox's scrubbed environment
+
+DEFAULT_INDEX_BUILD_MB = 1024  # TLX_INDEX_BUILD_MB: memory one code part's search index build may use
 
 _TRUE = {"1", "true", "yes", "on"}
 _OFF = ("0", "false", "no", "off")
@@ -118,9 +123,12 @@ class RunnerConfig:
             reuse_reference_timing=env.get(REUSE_REFERENCE_ENV, "1").strip().lower() not in _OFF,
         )
 
-    def child_cpu_threads(self) -> int:
-        """Torch's CPU threads in a CUDA job: a few (see `runner.child.main.cuda_cpu_threads`)."""
-        return self.cpu_threads or max(1, min(4, (os.cpu_count() or 1) // 4))
+
+
+def child_cpu_threads(configured: int | None) -> int:
+    """Torch's CPU threads in a CUDA job: `configured` (`RunnerConfig.cpu_threads`) or a few (see
+    `runner.child.process.cuda_cpu_threads`)."""
+    return configured or max(1, min(4, (os.cpu_count() or 1) // 4))
 
 
 @dataclass(frozen=True)
@@ -138,6 +146,14 @@ class Settings:
     query_timeout_s: float
     search_cache_mb: int  # decompressed search-index lines a process keeps (queries.search.index)
     index_build_mb: int  # memory one code part's search index build may use (queries.ingest.search_build)
+    runner: RunnerConfig = RunnerConfig()  # the `TLX_RUNNER_*` part
+
+    def job_placement(self) -> dict[str, Any]:
+        """The `EvalOptions` fields these settings decide for every sandboxed job: the runner's folders kept out
+        of its view, spare children, the timing core, torch's CPU threads in the child."""
+        return {"hidden_roots": (str(self.runs_dir), str(self.store), str(self.cache_dir)),
+                "prewarm": self.runner.prewarm, "forkserver": self.runner.forkserver, "pin_timing": self.runner.pin_timing,
+                "cpu_threads": self.runner.cpu_threads}
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
@@ -158,5 +174,6 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         duckdb_memory=env.get("TLX_DUCKDB_MEMORY", "2GB"),
         query_timeout_s=float(env.get("TLX_QUERY_TIMEOUT_S", "10")),
         search_cache_mb=int(env.get("TLX_SEARCH_CACHE_MB", "1200")),
-        index_build_mb=int(env.get("TLX_INDEX_BUILD_MB", "1024")),
+        index_build_mb=int(env.get("TLX_INDEX_BUILD_MB", str(DEFAULT_INDEX_BUILD_MB))),
+        runner=runner,
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from common.settings import Settings, load_settings
 from common.terminal import inert
 from queries.ingest import IngestError, ingest
 from queries.ingest.malloc import keep_freed_memory
@@ -55,8 +56,9 @@ def main(argv: list[str] | None = None) -> int:
                              help="DuckDB threads and syntax-check processes (default: all cores)")
         command.add_argument("--quiet", action="store_true", help="no progress or summary on stderr")
     args = parser.parse_args(argv)
+    settings = load_settings()  # once, at the process's entry
     if args.command == "agreement":
-        return _agreement(args)
+        return _agreement(args, settings)
     if args.command == "score-predictions":
         return score_cli.main(args)
     if args.command == "near-dups":
@@ -70,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             keep_freed_memory()  # this process is the ingest's (the explorer's keeps glibc's defaults)
             ingest(args.sources, args.store, skip_bad_files=args.skip_bad_files, workers=args.workers,
                    progress=not args.quiet, syntax_check=not args.no_syntax_check,
-                   allow_shrink=args.allow_shrink)
+                   allow_shrink=args.allow_shrink, index_build_mb=settings.index_build_mb)
         else:
             check_syntax(args.store, workers=args.workers, progress=not args.quiet)
     except (IngestError, SourceError) as exc:
@@ -104,11 +106,11 @@ def _near_dups(args: argparse.Namespace) -> int:
     return 0
 
 
-def _agreement(args: argparse.Namespace) -> int:
+def _agreement(args: argparse.Namespace, settings: Settings) -> int:
     from queries.agreement import agreement, format_table
 
     try:
-        table = agreement(args.store, args.runs_dir, profile=args.profile)
+        table = agreement(args.store, args.runs_dir or settings.runs_dir, profile=args.profile, settings=settings)
     except StoreError as exc:
         print(inert(f"agreement: {exc}"), file=sys.stderr)
         return 1

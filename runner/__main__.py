@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from common.program_hash import program_sha256
+from common.settings import load_settings
 from common.terminal import inert
 from runner.options import DEVICES, EvalOptions
 from runner.result import RunResult
@@ -59,8 +60,9 @@ def eval_main(args: argparse.Namespace) -> int:
         print(f"error: cannot read {args.program}: {exc}", file=sys.stderr)
         return 2
     given = {k: v for k, v in spec_fields(args).items() if v is not None}
+    placement = {**load_settings().job_placement(), "prewarm": False}  # one job: no spare for a next
     try:
-        options = EvalOptions(device=args.device, prewarm=False, **given)  # one job: no spare for a next
+        options = EvalOptions(device=args.device, **given, **placement)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

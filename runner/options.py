@@ -101,6 +101,9 @@ class EvalOptions:
     work_root: str | None = None  # where job temp dirs are made; None: the system temp dir
     write_roots: tuple[str, ...] = ()  # folders besides the job's own where the program may write (runner.child.guard)
     prewarm: bool = True  # keep a spare child with torch/triton imported for the next job (TLX_RUNNER_PREWARM=0: off)
+    hidden_roots: tuple[str, ...] = ()  # the runner's folders kept out of the job's view (`Settings.job_placement`)
+    pin_timing: bool = True  # a core kept for the GPU's timing thread (runner.gpu.cpu_plan; TLX_RUNNER_PIN_TIMING)
+    cpu_threads: int | None = None  # torch's CPU threads in a CUDA job; None: a few (TLX_RUNNER_CPU_THREADS)
     spares: int = 2  # spares kept for this configuration: a spare's warm-up (imports, CUDA context, cuDNN, a Triton
     # compile) outlasts a short job; jobs sharing a GPU want one each
 
@@ -124,8 +127,9 @@ class EvalOptions:
     def from_dict(cls, d: dict[str, Any]) -> EvalOptions:
         refuse_unknown(cls, d, "unknown eval options")
         kw = dict(d)
-        if isinstance(kw.get("write_roots"), list):
-            kw["write_roots"] = tuple(kw["write_roots"])
+        for name in ("write_roots", "hidden_roots"):
+            if isinstance(kw.get(name), list):
+                kw[name] = tuple(kw[name])
         if isinstance(kw.get("timing"), dict):
             kw["timing"] = TimingOptions(**kw["timing"])
         return cls(**kw)

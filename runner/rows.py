@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from common.errors import TlxError
-from common.settings import load_settings
+from common.settings import Settings
 
 _stores: dict[Path, object] = {}
 _stores_lock = threading.Lock()
@@ -41,26 +41,28 @@ def _store_packages():
             "requirements.txt to queue rows by id; jobs that send the program text run without it") from None
 
 
-def resolve_store(store: Path | None) -> Path:
-    """`store` as given, else `TLX_STORE`, else the embedded sample store (built on first use)."""
+def resolve_store(store: Path | None, settings: Settings | None) -> Path:
+    """`store` as given, else the `settings`' (`TLX_STORE`, else the embedded sample store, built on first use)."""
     if store is not None:
         return Path(store).expanduser()
+    if settings is None:
+        raise StoreUnavailable("no store named")
     with _store_packages():
         from queries.ingest import ensure_sample_store
         from queries.store import StoreError
 
     try:
-        return ensure_sample_store(load_settings())
+        return ensure_sample_store(settings)
     except StoreError as e:
         raise StoreUnavailable(str(e)) from None
 
 
-def open_store(store: Path | None):
+def open_store(store: Path | None, settings: Settings | None):
     """A cached `queries.store.Store` for the path (its row lookup is loaded once)."""
     with _store_packages():
         from queries.store import Store, StoreError
 
-    path = resolve_store(store)
+    path = resolve_store(store, settings)
     with _stores_lock:
         if path not in _stores:
             try:
@@ -87,21 +89,21 @@ def filtered_rows(store: Path, runs_dir: Path, *, problem: str | None = None, **
                     strict=True))
 
 
-def store_identity(store: Path | None) -> dict[str, str | None]:
+def store_identity(store: Path | None, settings: Settings | None) -> dict[str, str | None]:
     """The store rows are resolved against: its path and build id (None where it cannot be opened), so that an
     explorer can tell whether it shows the same store before it queues rows."""
     try:
-        handle = open_store(store)
+        handle = open_store(store, settings)
     except StoreUnavailable as e:
         return {"path": str(store) if store is not None else None, "build_id": None, "error": str(e)}
     return {"path": str(handle.path), "build_id": handle.meta.build_id}
 
 
-def load_program(store: Path | None, row_id: str) -> str:
+def load_program(store: Path | None, row_id: str, settings: Settings | None) -> str:
     with _store_packages():
         from queries.store import RowNotInStore, StoreError
 
-    handle = open_store(store)
+    handle = open_store(store, settings)
     try:
         return handle.program(row_id)
     except RowNotInStore as e:
@@ -119,6 +121,6 @@ def iter_programs(store: Path, locations: Iterable[tuple[str, int, int]]) -> Ite
         from queries.store import Store, StoreError
 
     try:
-        yield from Store(resolve_store(store)).programs(locations)  # a fresh handle: bulk may follow a rebuild
+        yield from Store(Path(store)).programs(locations)  # a fresh handle: bulk may follow a rebuild
     except StoreError as e:
         raise StoreUnavailable(str(e)) from None

@@ -60,9 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.store:
         env["TLX_STORE"] = args.store
     else:
+        from common.settings import load_settings
         from runner.rows import resolve_store
 
-        resolve_store(None)  # the sample store, built before the clock starts, as `make run` does
+        resolve_store(None, load_settings())  # the sample store, built before the clock starts, as `make run` does
     timings: dict[str, float] = {}
     command = serve_app_command if args.preload else streamlit_command
     with streamlit_server(env, command=command) as base, sync_playwright() as pw:

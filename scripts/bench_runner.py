@@ -37,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from common.program_hash import program_sha256  # noqa: E402
-from common.settings import RunnerConfig  # noqa: E402
+from common.settings import load_settings  # noqa: E402
 from runner.bulk.backends import LocalBackend, Task  # noqa: E402
 from runner.gpu.gate import gates_report  # noqa: E402
 from runner.gpu.slots import make_slots  # noqa: E402
@@ -171,8 +171,10 @@ def run(args: argparse.Namespace) -> int:
     programs = [(i, x) for i, x in programs[args.skip:args.skip + args.rows if args.rows else None]
                 if i not in leave_out]
     spec = RunSpec.build(args.device, timeout_s=args.timeout, trials=args.trials, profile=args.profile)
-    lanes = args.jobs_per_gpu or RunnerConfig.from_env().jobs_per_gpu
-    slots = make_slots(args.device, lanes or 2, triton_cache_dir=str(args.out / "triton-cache"), jobs_per_gpu=lanes)
+    settings = load_settings()
+    lanes = args.jobs_per_gpu or settings.runner.jobs_per_gpu
+    slots = make_slots(args.device, lanes or 2, triton_cache_dir=str(args.out / "triton-cache"), jobs_per_gpu=lanes,
+                       placement=settings.job_placement())
     args.out.mkdir(parents=True, exist_ok=True)
     log = open(args.out / "results.jsonl", "a", encoding="utf-8")
     results: list[dict] = []

@@ -29,6 +29,7 @@ from queue import Empty, Queue
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from common.settings import load_settings  # noqa: E402
 from runner.child.timing import DO_BENCH_FLAG  # noqa: E402
 from runner.options import EvalOptions, TimingOptions  # noqa: E402
 from runner.result import RunResult  # noqa: E402
@@ -114,7 +115,7 @@ def main() -> int:
     rows = rows[: args.limit]
     args.out.mkdir(parents=True, exist_ok=True)
     base = EvalOptions(timeout_s=args.timeout, triton_cache_dir=str(args.triton_cache or args.out / "triton-cache"),
-                       timing=TimingOptions(time_budget_s=args.time_budget_s))
+                       timing=TimingOptions(time_budget_s=args.time_budget_s), **load_settings().job_placement())
     deadline = time.monotonic() + args.budget_s
     queue: Queue = Queue()
     for row in rows:

@@ -23,11 +23,12 @@ def preload() -> float:
     import pandas  # noqa: F401  (DuckDB loads it for Arrow tables; Streamlit for data frames)
     import plotly.graph_objects  # noqa: F401
 
+    from common.settings import load_settings
     from queries import api
     from runner.rows import StoreUnavailable, resolve_store
 
     try:
-        store = resolve_store(None)  # TLX_STORE, else the embedded sample store (built on first use)
+        store = resolve_store(None, load_settings())  # TLX_STORE, else the embedded sample store (built on first use)
         api.overview(store)
         api.failures(store)
         api.problems(store)

@@ -37,11 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
+    from common.settings import load_settings
     from queries import api
     from queries.filters import Filters
     from runner.rows import resolve_store
 
-    store = resolve_store(None)  # TLX_STORE, else the embedded sample store
+    store = resolve_store(None, load_settings())  # TLX_STORE, else the embedded sample store
     runs = Path(tempfile.mkdtemp(prefix="tlx-shots-runs-"))
     problem = api.problems(store, sort="candidates").to_pylist()[0]["problem_key"]
     failed = api.failure_examples(store, Filters(error_type="compile_error", error_source="measured"), limit=1)

@@ -140,7 +140,7 @@ def test_a_crash_on_a_gpu_counts_on_resume(tmp_path, monkeypatch, capsys):
     """The driver's `crashed` result of a CUDA run names no GPU of its own: bulk records it under the GPU it
     planned the run for, or a resume on that GPU would not count it and would run the row again."""
     store = make_store(tmp_path, [GOOD, WRONG])
-    monkeypatch.setattr(command, "_backend", lambda args, cache: CrashingGpuBackend())
+    monkeypatch.setattr(command, "_backend", lambda args, cache, settings: CrashingGpuBackend())
     parser = argparse.ArgumentParser()
     command.add_arguments(parser)
     args = ["--store", str(store), "--runs-dir", str(tmp_path / "runs"), "--backend", "ray"]

@@ -78,3 +78,6 @@ def test_one_reader_of_the_tlx_variables():
     settings, runner = load_settings(env), RunnerConfig.from_env(env)
     assert (settings.runner_url, settings.runner_token) == (runner.url, runner.token) == ("http://gpu:9000", "t")
     assert runner.jobs_per_gpu == 3 and runner.prewarm is False and not settings.store_is_sample
+    assert settings.runner == runner  # one read gives the process both parts, passed down from its entry
+    placement = settings.job_placement()  # what a sandboxed job gets of them, through its options
+    assert placement["prewarm"] is False and "/s" in placement["hidden_roots"]

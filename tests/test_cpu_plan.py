@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from common.settings import load_settings
 from runner.child import pinning
 from runner.gpu import cpu_plan
 from runner.gpu.cpu_plan import CpuPlan, plan_for
@@ -37,11 +38,11 @@ def test_no_plan_where_pinning_would_not_help(visible, cpus, gpus, enabled):
     assert plan_for(visible, cpus, gpus, enabled) is None
 
 
-def test_the_setting_turns_it_off(monkeypatch):
-    monkeypatch.setenv("TLX_RUNNER_PIN_TIMING", "0")
-    assert plan_for("0", list(range(16)), gpus=1) is None
-    monkeypatch.setenv("TLX_RUNNER_PIN_TIMING", "1")
-    assert plan_for("0", list(range(16)), gpus=1) is not None
+def test_the_setting_turns_it_off():
+    """`TLX_RUNNER_PIN_TIMING`, read once at the runner's entry, reaches the plan through the job's options."""
+    for value, planned in (("0", False), ("1", True)):
+        options = EvalOptions(**load_settings({"TLX_RUNNER_PIN_TIMING": value}).job_placement())
+        assert (plan_for("0", list(range(16)), gpus=1, enabled=options.pin_timing) is not None) is planned
 
 
 def test_host_gpus_are_counted_from_their_device_files(tmp_path):
@@ -71,17 +72,17 @@ def test_a_gpu_child_is_started_with_its_plan(monkeypatch, tmp_path, forked):
         seen.append(["runner.child.main", *argv])
         raise Stop
 
-    monkeypatch.setattr(spares, "plan_for", lambda visible: CpuPlan((0, 1, 2), 3) if visible == "0" else None)
+    monkeypatch.setattr(spares, "plan_for", lambda visible, enabled: CpuPlan((0, 1, 2), 3) if visible == "0" and enabled else None)
     if forked:
-        if zygote_client.wanted(isolation.current().isolated) is not None:
-            pytest.skip(f"no fork server here: {zygote_client.wanted(isolation.current().isolated)}")
+        if zygote_client.wanted(isolation.current().isolated, True) is not None:
+            pytest.skip(f"no fork server here: {zygote_client.wanted(isolation.current().isolated, True)}")
         monkeypatch.setattr(zygote_client.ForkServer, "fork_judge", fork_judge)
     else:
-        monkeypatch.setenv("TLX_RUNNER_FORKSERVER", "0")
         monkeypatch.setattr(spares.subprocess, "Popen", popen)
     for device, visible in (("cuda", "0"), ("cpu", "")):
         with pytest.raises(Stop):
-            spares.start_child(EvalOptions(device=device, visible_devices=visible, work_root=str(tmp_path)))
+            spares.start_child(EvalOptions(device=device, visible_devices=visible, work_root=str(tmp_path),
+                                           forkserver=forked))
     main = [cmd[cmd.index("runner.child.main"):] for cmd in seen]
     plan = main[0][main[0].index("--cpus"):]
     assert plan[:4] == ["--cpus", "0,1,2", "--timing-cpu", "3"] and "--cpus" not in main[1]
@@ -91,6 +92,7 @@ def test_a_gpu_child_is_started_with_its_plan(monkeypatch, tmp_path, forked):
 
 PROBE = """
 import json, os, subprocess, sys, threading
+from common.settings import load_settings
 from runner.child import pinning
 pinning.set_plan({job}, {timing})
 got = {{}}

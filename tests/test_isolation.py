@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from common.outcomes import ErrorType
+from common.settings import load_settings
 from runner.options import GIB, EvalOptions
 from runner.sandbox import cgroup, isolation, jobdirs, scratch, scrub
 from runner.sandbox.run import close_spares, evaluate_in_sandbox
@@ -149,7 +150,8 @@ def mode_runs(request, tmp_path_factory):
 
     def run(name: str):
         text, extra = jobs[name]
-        return name, evaluate_in_sandbox(text, EvalOptions(**{**base, **extra}), result_id=name)
+        placement = load_settings().job_placement()  # the runs dir hidden, as a runner's entry passes it down
+        return name, evaluate_in_sandbox(text, EvalOptions(**{**base, **extra, **placement}), result_id=name)
 
     try:
         with ThreadPoolExecutor(max_workers=2) as pool:

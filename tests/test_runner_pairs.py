@@ -183,7 +183,7 @@ def test_both_members_run_on_the_claiming_slot_in_order(tmp_path):
 
     def evaluate(job, slot, cancel):
         with lock:
-            calls.append((job.program, slot.name, job.options))
+            calls.append((job.program, slot.name, job.spec))
         time.sleep(0.05)
         return RunResult.passed("ok", id=job.result_id, row_id=job.row_id, program_sha256=job.program_sha256,
                                 device="cpu-interpreter", system={"hostname": "h"})

@@ -291,7 +291,7 @@ def test_claims_are_atomic_and_fifo(tmp_path):
 def test_recover_requeues_then_gives_up_as_crashed(tmp_path):
     store = JobStore(tmp_path / "runner.sqlite3", max_attempts=2)
     job, _ = store.submit("print(1)", RunSpec("cpu"), row_id="train/000001")
-    crashed = RunResult.crashed("gave up", job.options, id=job.result_id, row_id=job.row_id,
+    crashed = RunResult.crashed("gave up", job.spec, id=job.result_id, row_id=job.row_id,
                                 program_sha256=job.program_sha256).to_dict()
     assert store.claim("w").attempts == 1
     assert store.recover(lambda j: crashed) == (1, [])

@@ -291,7 +291,7 @@ def test_decompressed_lines_are_kept_within_the_budget_and_freed_with_their_inde
     index = search_index.open_index(copy)
     kept = sum(batch.nbytes for batch in index._cache.values())
     assert 0 < kept <= 1 << 17 and search_index._cached <= search_index.CACHE_BYTES
-    meta = copy / SEARCH_DIR / "index.json"
+    meta = copy / "meta.json"  # the store's version, the key of every cache of it
     os.utime(meta, (meta.stat().st_atime, meta.stat().st_mtime + 5))  # as a rebuild of the store would
     before = search_index._cached
     assert search_index.open_index(copy) is not index

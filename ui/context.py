@@ -26,16 +26,23 @@ class StoreInfo:
     version: int  # `queries.store.store_version`: the key of every cache of the store's answers
 
 
+_SETTINGS_KEY = "_tlx_settings"
+
+
 def settings() -> Settings:
-    """Settings from the environment (cheap; read on every run so tests and restarts see changes)."""
-    return load_settings()
+    """The settings, read from the environment once per browser session (the explorer's entry) and kept in it;
+    pages and widgets take them from here and pass them down."""
+    if _SETTINGS_KEY not in st.session_state:
+        st.session_state[_SETTINGS_KEY] = load_settings()
+    return st.session_state[_SETTINGS_KEY]
 
 
 @st.cache_resource(show_spinner="Building the sample store (first start only)…")
-def _sample_store_path(store: str, cache_dir: str) -> str:
+def _sample_store_path(store: str, cache_dir: str, _settings: Settings) -> str:
+    """The sample store's path, built once per (store, cache dir); `_settings` (unhashed) says how."""
     from queries.ingest import ensure_sample_store
 
-    return str(ensure_sample_store(load_settings()))
+    return str(ensure_sample_store(_settings))
 
 
 @st.cache_resource(show_spinner=False)
@@ -51,7 +58,7 @@ def current_store(cfg: Settings | None = None) -> StoreInfo:
     cfg = cfg or settings()
     path = cfg.store
     if cfg.store_is_sample:
-        path = Path(_sample_store_path(str(cfg.store), str(cfg.cache_dir)))
+        path = Path(_sample_store_path(str(cfg.store), str(cfg.cache_dir), cfg))
     from queries.store import StoreError, store_version
 
     version = store_version(path)

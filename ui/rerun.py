@@ -21,7 +21,7 @@ PROFILES = {**{name: f"{name} ({p.summary})" for name, p in profiles.PROFILES.it
 def client_of(cfg):
     from runner.service.client import resolve_token
 
-    token = cfg.runner_token or resolve_token(cfg.runs_dir)
+    token = resolve_token(cfg)
     return context.runner_client(cfg.runner_url, token)
 
 
@@ -29,8 +29,8 @@ def _job_key(row_id: str) -> str:
     return f"rerun_job::{row_id}"
 
 
-def profile_options(row_id: str) -> dict:
-    """The profile picker; returns the job options it means (none for the default, so any runner accepts it)."""
+def profile_fields(row_id: str) -> dict:
+    """The profile picker; returns the job's body fields it means (none for the default, so any runner accepts it)."""
     cols = st.columns([2, 1, 1])
     profile = cols[0].selectbox("Evaluation profile", list(PROFILES), format_func=PROFILES.get,
                                 key=f"rerun_profile::{row_id}")
@@ -61,10 +61,10 @@ def rerun_panel(row_id: str, cfg) -> dict | None:
                             lambda health: runner_summary(cfg.runner_url, health))
         else:
             st.caption(runner_summary(cfg.runner_url, state.health))
-        options = profile_options(row_id)
+        fields = profile_fields(row_id)
         cols = st.columns([2, 1, 3])  # wide enough for the whole label at 1400 px
         if cols[0].button("Re-run this program", key=f"rerun::{row_id}", type="primary"):
-            runner_job.submit(client, key, "job", lambda: client.submit(row_id=row_id, **options))
+            runner_job.submit(client, key, "job", lambda: client.submit(row_id=row_id, **fields))
             return None
         job = runner_job.current(key)
         if not job:

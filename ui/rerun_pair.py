@@ -49,11 +49,11 @@ def rerun_both_panel(a: str, b: str, cfg) -> dict[str, dict]:
             runner_job.poll(client, key, "pair job", _progress, lambda health: rerun.runner_summary(cfg.runner_url, health))
         else:
             st.caption(rerun.runner_summary(cfg.runner_url, state.health))
-        options = rerun.profile_options(f"compare::{a}::{b}")
+        fields = rerun.profile_fields(f"compare::{a}::{b}")
         st.caption(NOTE)
         if st.button("Re-run both", key=f"rerun_both::{a}::{b}", type="primary"):
             runner_job.submit(client, key, "pair job", lambda: client.submit_pair({"row_id": a}, {"row_id": b},
-                                                                                 force=True, **options))
+                                                                                 force=True, **fields))
             return {}
         job = runner_job.current(key)
         if not job or pending:

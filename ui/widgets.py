@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from ui import columns, links
+from ui import columns, context, links
 from ui.labels import error_name
 from ui.text import md
 
@@ -111,9 +111,7 @@ def linked_table(
         if name in df.columns:
             df[name] = df[name].map(lambda v: error_name(v) if isinstance(v, str) else v)
     df.insert(0, "open", [links.href(target, **{param: v}) for v in df[id_column]])
-    from common.settings import load_settings
-
-    config = columns.standard(load_settings().label_unit)
+    config = columns.standard(context.settings().label_unit)
     config["open"] = st.column_config.LinkColumn("open", display_text="open", width="small")
     config.update(column_config or {})
     event = st.dataframe(

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from common.results_log import TRIAGE
+from common.settings import DEFAULT_INDEX_BUILD_MB
 from queries.ingest.build import IngestError, Options, build
 from queries.ingest.program_checks import check_syntax
 from queries.ingest.progress import say
@@ -52,6 +53,7 @@ def ingest(
     rows_per_shard: int = 65536,
     syntax_check: bool = True,
     allow_shrink: bool = False,
+    index_build_mb: int = DEFAULT_INDEX_BUILD_MB,
 ) -> dict:
     """Build `store` from `sources`; returns the summary (also written to meta.json).
 
@@ -59,7 +61,7 @@ def ingest(
     the Python reader (files DuckDB cannot read). `syntax_check=False` stops after stage 1 (no syntax check, no
     near-duplicate clusters). A build that indexes
     no row, or fewer than `SHRINK_LIMIT` of the rows of the store it would replace, is refused (the store stays)
-    unless `allow_shrink`.
+    unless `allow_shrink`. `index_build_mb`: the settings' `index_build_mb`, passed from the entry.
     """
     started = time.monotonic()
     store = Path(store).expanduser().resolve()
@@ -88,7 +90,7 @@ def ingest(
     try:
         options = Options(workers, batch_rows, code_rows_per_group, rows_per_shard, skip_bad_files, progress)
         summary = build(checked, bad, tmp, options)
-        summary["search_index"] = build_search_index(tmp, workers, progress)
+        summary["search_index"] = build_search_index(tmp, workers, progress, index_build_mb)
         summary.update(
             duplicate_files=duplicates,
             schema_version=SCHEMA_VERSION,

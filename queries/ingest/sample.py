@@ -27,7 +27,8 @@ def ensure_sample_store(settings: Settings) -> Path:
     with open(store.parent / f".{store.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time; the others wait and then find it fresh
         if _is_stale(store, files):
-            ingest([str(f) for f in files], store, sample=True, progress=False)
+            ingest([str(f) for f in files], store, sample=True, progress=False,
+                   index_build_mb=settings.index_build_mb)
     return store
 
 

@@ -50,7 +50,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from common.settings import load_settings
 from queries.ingest.index_grams import index_part_grams, remove_spills
 from queries.ingest.index_lines import NEWLINE, text_data, text_offsets
 from queries.ingest.index_segments import SEGMENT_DIR, part_segments, read_pieces, read_segment, segment_sizes
@@ -77,15 +76,15 @@ DOCS_FILE = "docs.arrow"
 REFS_FILE = "refs.arrow"
 
 
-def build_search_index(folder: Path, workers: int, progress: bool) -> dict:
+def build_search_index(folder: Path, workers: int, progress: bool, index_build_mb: int) -> dict:
     """Write `folder/search/` from the code shards' segments (`index_segments.py`, written as stage 1 read the
-    programs), which go once merged; returns index.json's fields."""
+    programs), which go once merged, each part's build within `index_build_mb`; returns index.json's fields."""
     started = time.monotonic()
     search_path(folder, "").mkdir(exist_ok=True)
     shards = sorted(int(p.name[5:10]) for p in (folder / "code").glob("part-*.parquet"))
     ids = [pq.read_table(code_path(folder, shard), columns=["id"])["id"].combine_chunks() for shard in shards]
     pool = process_pool(min(workers, len(shards))) if workers > 1 and len(shards) > 1 else None
-    budget = [max(load_settings().index_build_mb, 1) << 20] * len(shards)
+    budget = [max(index_build_mb, 1) << 20] * len(shards)
     finished = False
     try:
         rows = [len(shard_ids) for shard_ids in ids]

@@ -43,6 +43,7 @@ from queries.store import (
     StoreError,
     search_path,
     search_shard_path,
+    store_version,
 )
 
 THREADS = 2
@@ -186,18 +187,18 @@ def _mapped(path: Path) -> pa.Table:
     return pa.ipc.open_file(pa.memory_map(str(path))).read_all()
 
 
-_OPEN: dict[tuple[str, float], SearchIndex] = {}
+_OPEN: dict[tuple[str, int], SearchIndex] = {}
 _OPEN_LOCK = threading.Lock()
 KEEP_OPEN = 4
 
 
 def open_index(store: Path) -> SearchIndex | None:
-    """The store's search index (kept open per store and build), or None when the store has none this code
-    reads (built before the index existed, by another version of it, or damaged)."""
-    meta = search_path(store, SEARCH_META)
+    """The store's search index (kept open per store and `store_version`, the key of every cache of a store), or
+    None when the store has none this code reads (built before the index existed, by another version of it, or
+    damaged)."""
     try:
-        key = (str(meta), meta.stat().st_mtime)
-    except FileNotFoundError:
+        key = (str(Path(store)), store_version(store))
+    except StoreError:
         return None
     with _OPEN_LOCK:
         if key not in _OPEN:

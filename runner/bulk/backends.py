@@ -15,11 +15,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from common.hardware import CPU_LABEL
-from common.settings import RunnerConfig
 from runner.gpu.oom_rerun import evaluate_on_slot
 from runner.gpu.slots import Slot, detect_gpus
 from runner.result import RunResult
@@ -28,11 +28,11 @@ from runner.spec import RunSpec
 REPO_ROOT = Path(__file__).resolve().parents[2]  # runner/bulk/backends.py
 
 
-def bulk_evaluate(program: str, spec: RunSpec, slot: Slot, **kw: Any) -> RunResult:
+def bulk_evaluate(program: str, spec: RunSpec, slot: Slot, *, reuse_reference_timing: bool = True,
+                  **kw: Any) -> RunResult:
     """`evaluate_on_slot` as a bulk run uses it: Model timed once per reference text and GPU unless
     `TLX_RUNNER_REUSE_REFERENCE_TIMING=0` (`runner.gpu.reference_timings`)."""
-    return evaluate_on_slot(program, spec, slot, reuse_reference_timing=RunnerConfig.from_env().reuse_reference_timing,
-                            **kw)
+    return evaluate_on_slot(program, spec, slot, reuse_reference_timing=reuse_reference_timing, **kw)
 
 
 @dataclass(frozen=True)
@@ -51,9 +51,10 @@ class LocalBackend:
 
     name = "local"
 
-    def __init__(self, slots: list[Slot], evaluate: Callable[..., RunResult] | None = None):
+    def __init__(self, slots: list[Slot], evaluate: Callable[..., RunResult] | None = None,
+                 reuse_reference_timing: bool = True):
         self.slots = slots
-        self.evaluate = evaluate or bulk_evaluate
+        self.evaluate = evaluate or partial(bulk_evaluate, reuse_reference_timing=reuse_reference_timing)
         self.device = slots[0].device
         self.capacity = len(slots)
 
@@ -118,11 +119,12 @@ class LocalBackend:
             raise
 
 
-def _ray_evaluate(program: str, spec: RunSpec, result_id: str, row_id: str,
-                  triton_cache_dir: str | None) -> RunResult:
+def _ray_evaluate(program: str, spec: RunSpec, result_id: str, row_id: str, triton_cache_dir: str | None,
+                  placement: dict[str, Any], reuse_reference_timing: bool) -> RunResult:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "") if spec.device == "cuda" else ""
-    slot = Slot("ray", spec.device, visible, triton_cache_dir=triton_cache_dir)
-    return bulk_evaluate(program, spec, slot, result_id=result_id, row_id=row_id)
+    slot = Slot("ray", spec.device, visible, triton_cache_dir=triton_cache_dir, placement=placement)
+    return bulk_evaluate(program, spec, slot, reuse_reference_timing=reuse_reference_timing, result_id=result_id,
+                         row_id=row_id)
 
 
 def _ray_gpu_name() -> str:
@@ -133,12 +135,14 @@ def _ray_gpu_name() -> str:
 class RayBackend:
     """`ray.remote` tasks on a Ray cluster (`address`) or a local instance; the `runner` and `common` packages are
     shipped to the workers through `runtime_env.py_modules` (they need torch and triton installed).
-    `triton_cache_dir` is the shared Triton cache's path on every node (a node that cannot create it uses a fresh cache per run)."""
+    `triton_cache_dir` is the shared Triton cache's path on every node (a node that cannot create it uses a fresh cache per run).
+    `placement` and `reuse_reference_timing` are the driver's settings, sent with every task."""
 
     name = "ray"
 
     def __init__(self, device: str, address: str | None, num_cpus: int | None = None,
-                 triton_cache_dir: str | None = None):
+                 triton_cache_dir: str | None = None, placement: dict[str, Any] | None = None,
+                 reuse_reference_timing: bool = True):
         try:
             import ray
         except ImportError:
@@ -146,6 +150,8 @@ class RayBackend:
         self.ray = ray
         self.device = device
         self.triton_cache_dir = triton_cache_dir
+        self.placement = placement or {}
+        self.reuse_reference_timing = reuse_reference_timing
         runtime_env = {"py_modules": [str(REPO_ROOT / "common"), str(REPO_ROOT / "runner")]}  # what workers import
         if address:
             ray.init(address=address, runtime_env=runtime_env, logging_level="WARNING", log_to_driver=False)
@@ -177,7 +183,8 @@ class RayBackend:
                     if task is None:
                         exhausted = True
                         break
-                    ref = self._remote.remote(task.program, spec, task.row_id, task.row_id, self.triton_cache_dir)
+                    ref = self._remote.remote(task.program, spec, task.row_id, task.row_id, self.triton_cache_dir,
+                                              self.placement, self.reuse_reference_timing)
                     in_flight[ref] = (task, time.monotonic())
                 if not in_flight:
                     return

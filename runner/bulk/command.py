@@ -26,7 +26,7 @@ from pathlib import Path
 
 from common.program_hash import program_sha256
 from common.results_log import ResultsLog, default_writer, read_results
-from common.settings import RunnerConfig, load_settings
+from common.settings import Settings, load_settings
 from common.terminal import inert
 from common.triage_log import TRIAGE_ERROR_TYPES, TRIAGE_FILTER_STATUSES
 from runner.bulk.backends import LocalBackend, RayBackend, Task
@@ -183,30 +183,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ray-cpus", type=int, default=None, help="CPUs of a local Ray instance")
 
 
-def _backend(args: argparse.Namespace, triton_cache_dir: str):
+def _backend(args: argparse.Namespace, triton_cache_dir: str, settings: Settings):
+    reuse = settings.runner.reuse_reference_timing
     if args.backend == "local":
-        lanes = args.jobs_per_gpu or RunnerConfig.from_env().jobs_per_gpu
+        lanes = args.jobs_per_gpu or settings.runner.jobs_per_gpu
         return LocalBackend(make_slots(args.device, args.workers, triton_cache_dir=triton_cache_dir,
-                                       jobs_per_gpu=lanes))
+                                       jobs_per_gpu=lanes, placement=settings.job_placement()),
+                            reuse_reference_timing=reuse)
     if args.device == "auto":
         args.device = "cuda" if (args.address or detect_gpus()) else "cpu"
-    return RayBackend(args.device, args.address, args.ray_cpus, triton_cache_dir)
+    return RayBackend(args.device, args.address, args.ray_cpus, triton_cache_dir, settings.job_placement(), reuse)
 
 
 def main(args: argparse.Namespace) -> int:
     if args.repeats < 1 or (args.limit is not None and args.limit < 0) or (args.sample is not None and args.sample < 1):
         print("bulk: --repeats and --sample must be >= 1, --limit >= 0", file=sys.stderr)
         return 2
-    runs_dir = (args.runs_dir or load_settings().runs_dir).expanduser()
+    settings = load_settings()  # once, at the process's entry
+    runs_dir = (args.runs_dir or settings.runs_dir).expanduser()
     try:
-        store = resolve_store(args.store)
+        store = resolve_store(args.store, settings)
         isolation.keep_private(runs_dir, store)  # named by flags: no job may see them, wherever they lie
         rows = select_rows(store, args, runs_dir)
     except (StoreUnavailable, OSError) as e:
         print(inert(f"bulk: {e}"), file=sys.stderr)
         return 1
     try:
-        backend = _backend(args, str(runs_dir / "triton-cache"))
+        backend = _backend(args, str(runs_dir / "triton-cache"), settings)
     except (RuntimeError, ValueError) as e:
         print(inert(f"bulk: {e}"), file=sys.stderr)
         return 1

@@ -107,14 +107,14 @@ def set_limits(options: EvalOptions, device: str) -> None:
         _limit(resource.RLIMIT_DATA, options.memory_limit_bytes)
 
 
-def cuda_cpu_threads() -> int:
+def cuda_cpu_threads(options: EvalOptions) -> int:
     """Torch's CPU threads in a CUDA job: a few. Inputs are made and programs do host work on the CPU, and jobs
     and warming spares of every GPU share the host's cores; torch's default (one thread per core in every
     process) oversubscribes them, and its spinning thread pools then turn milliseconds of host work into
-    seconds. `TLX_RUNNER_CPU_THREADS` overrides (`common.settings`)."""
-    from common.settings import RunnerConfig
+    seconds. `TLX_RUNNER_CPU_THREADS`, read by the runner and sent in `options.cpu_threads`, overrides."""
+    from common.settings import child_cpu_threads
 
-    return RunnerConfig.from_env().child_cpu_threads()
+    return child_cpu_threads(options.cpu_threads)
 
 
 def synchronize() -> None:

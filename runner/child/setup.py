@@ -22,14 +22,14 @@ def device_runtime(options: EvalOptions, device: str, gate_hooks: bool) -> bool:
     elif device == "cuda":
         import torch
 
-        torch.set_num_threads(process.cuda_cpu_threads())
+        torch.set_num_threads(process.cuda_cpu_threads(options))
     import triton  # noqa: F401 - imported after TRITON_INTERPRET is settled
 
     if device == "cuda":
         from runner.child import autotune
 
         autotune.install(options.timing.autotune_warmup_ms, options.timing.autotune_rep_ms,
-                         compile_threads=process.cuda_cpu_threads())
+                         compile_threads=process.cuda_cpu_threads(options))
         if gate_hooks:
             from runner.gpu.gate import install_triton_hooks
 

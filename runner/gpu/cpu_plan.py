@@ -16,8 +16,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.settings import RunnerConfig
-
 MIN_CORES_PER_GPU = 4  # below this a reserved core costs the jobs more than it gives the timing
 
 
@@ -39,10 +37,9 @@ def host_gpu_count(dev: Path = Path("/dev")) -> int:
 
 
 def plan_for(visible_devices: str | None, cpus: list[int] | None = None, gpus: int | None = None,
-             enabled: bool | None = None) -> CpuPlan | None:
-    """The plan for a job on the GPU `visible_devices` (one physical index), or None: nothing is pinned."""
-    if enabled is None:
-        enabled = RunnerConfig.from_env().pin_timing
+             enabled: bool = True) -> CpuPlan | None:
+    """The plan for a job on the GPU `visible_devices` (one physical index), or None: nothing is pinned
+    (`enabled` False: `TLX_RUNNER_PIN_TIMING=0`, sent in the job's options)."""
     if not enabled or visible_devices is None or not visible_devices.strip().isdigit():
         return None
     gpu = int(visible_devices)

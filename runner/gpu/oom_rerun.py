@@ -34,7 +34,8 @@ def evaluate_on_slot(program: str, spec: RunSpec, slot: Slot, *, result_id: str,
 
     cuda = spec.device == "cuda" and slot.device == "cuda"
     options = spec.eval_options(visible_devices=slot.visible_devices if cuda else "",
-                                triton_cache_dir=slot.triton_cache_dir, spares=max(2, slot.lanes))
+                                triton_cache_dir=slot.triton_cache_dir, spares=max(2, slot.lanes),
+                                **slot.placement)
     gpu = slot.visible_devices or ""
     gate = gate_for(gpu) if cuda else None
     jobs = occupancy_for(gpu) if gate is not None and slot.lanes > 1 else None

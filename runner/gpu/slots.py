@@ -12,7 +12,8 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from common.settings import default_jobs_per_gpu
 
@@ -33,6 +34,7 @@ class Slot:
     gpu_name: str | None = None
     triton_cache_dir: str | None = None  # shared Triton cache (RUNS_DIR/triton-cache), one subfolder per program
     lanes: int = 1  # slots (concurrent jobs) on this slot's GPU
+    placement: dict[str, Any] = field(default_factory=dict, compare=False)  # `Settings.job_placement` of its jobs
 
 
 def detect_gpus(timeout: float = 120.0) -> list[str]:
@@ -50,9 +52,12 @@ def detect_gpus(timeout: float = 120.0) -> list[str]:
 
 
 def make_slots(device: str = "auto", cpu_workers: int = 1, gpus: list[str] | None = None,
-               triton_cache_dir: str | None = None, jobs_per_gpu: int | None = 1) -> list[Slot]:
+               triton_cache_dir: str | None = None, jobs_per_gpu: int | None = 1,
+               placement: dict[str, Any] | None = None) -> list[Slot]:
     """`jobs_per_gpu` slots per GPU for `cuda`/`auto` with GPUs (None: sized from the host's cores and memory per
-    GPU, `common.settings.default_jobs_per_gpu`); else `cpu_workers` interpreter slots; all share the cache."""
+    GPU, `common.settings.default_jobs_per_gpu`); else `cpu_workers` interpreter slots; all share the cache and
+    the `placement` (`Settings.job_placement`) of their jobs."""
+    placement = placement or {}
     if device not in ("auto", "cuda", "cpu"):
         raise ValueError(f"device must be auto, cuda or cpu, not {device!r}")
     if jobs_per_gpu is not None and jobs_per_gpu < 1:
@@ -65,6 +70,6 @@ def make_slots(device: str = "auto", cpu_workers: int = 1, gpus: list[str] | Non
         jobs_per_gpu = jobs_per_gpu or default_jobs_per_gpu(len(gpus))
         parent = os.environ.get("CUDA_VISIBLE_DEVICES")
         physical = [p.strip() for p in parent.split(",")] if parent else [str(i) for i in range(len(gpus))]
-        return [Slot(f"gpu{i}" + (f".{lane}" if lane else ""), "cuda", physical[i], name, triton_cache_dir, jobs_per_gpu)
-                for i, name in enumerate(gpus) for lane in range(jobs_per_gpu)]
-    return [Slot(f"cpu{i}", "cpu", "", None, triton_cache_dir) for i in range(max(1, cpu_workers))]
+        return [Slot(f"gpu{i}" + (f".{lane}" if lane else ""), "cuda", physical[i], name, triton_cache_dir, jobs_per_gpu,
+                     placement) for i, name in enumerate(gpus) for lane in range(jobs_per_gpu)]
+    return [Slot(f"cpu{i}", "cpu", "", None, triton_cache_dir, placement=placement) for i in range(max(1, cpu_workers))]

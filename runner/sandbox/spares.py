@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from common.settings import CHILD_ENV, RunnerConfig, load_settings
+from common.settings import CHILD_ENV
 from runner.gpu.cpu_plan import plan_for
 from runner.gpu.host_lock import child_descriptors
 from runner.options import EvalOptions
@@ -67,17 +67,11 @@ def base_env(options: EvalOptions) -> dict[str, str]:
     return env
 
 
-def prewarm_enabled(options: EvalOptions) -> bool:
-    return options.prewarm and RunnerConfig.from_env().prewarm
-
-
 def hidden_paths(options: EvalOptions) -> list[str]:
-    """The runner's folders named by its settings (runs dir with the service's token file, store, shared Triton
-    cache, the folder of all job folders): out of the job's view, which shows only what the child needs
-    (`isolation.plan`), and covered where they lie inside what it shows."""
-    settings = load_settings()
-    return [str(p) for p in (settings.runs_dir, settings.store, settings.cache_dir, options.triton_cache_dir,
-                             options.work_root) if p]
+    """The runner's folders named by its settings (`options.hidden_roots`: runs dir with the service's token
+    file, store, cache dir), the shared Triton cache and the folder of all job folders: out of the job's view, which
+    shows only what the child needs (`isolation.plan`), and covered where they lie inside what it shows."""
+    return [str(p) for p in (*options.hidden_roots, options.triton_cache_dir, options.work_root) if p]
 
 
 @dataclass
@@ -174,7 +168,7 @@ def start_child(options: EvalOptions, forked: bool = True) -> Child:
         result_r, result_w = os.pipe()
         server = fork_server(options, iso) if forked else None
         parent = isolation.INNER_PARENT_PID if iso.isolated else os.getpid()
-        plan = plan_for(options.visible_devices) if options.device != "cpu" else None
+        plan = plan_for(options.visible_devices, enabled=options.pin_timing) if options.device != "cpu" else None
         lock_fds = child_descriptors(options.visible_devices or "", 2) if options.device != "cpu" else []
         args = ["--spec-fd", str(spec_r), "--result-fd", str(result_w), "--parent-pid", str(parent),
                 *(plan.argv() if plan else []), "--gpu-lock-fds", ",".join(map(str, lock_fds))]
@@ -257,7 +251,6 @@ class ChildPool:
 
     def take(self, options: EvalOptions) -> Child:
         """A child for one job: the oldest live spare (the warmest), else a new one; refills when prewarming."""
-        prewarm = prewarm_enabled(options)
         key = self.key(options)
         child = None
         while True:
@@ -272,7 +265,7 @@ class ChildPool:
                 child = self._spawner.submit(start_child, options).result()
             except RuntimeError:  # interpreter shutting down: no spawner thread any more
                 child = start_child(options)
-        if prewarm:
+        if options.prewarm:
             self._refill(options, key)
         return child
 

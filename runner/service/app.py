@@ -42,7 +42,7 @@ from common.hardware import result_device
 from common.program_hash import is_utf8
 from common.results_log import ResultsLog, default_writer
 from common.row_id import BadRowId, check_row_id
-from common.settings import DEFAULT_PORT, RunnerConfig, load_settings
+from common.settings import DEFAULT_PORT, Settings, load_settings
 from runner.gpu.gate import gates_report
 from runner.gpu.host_lock import prefer_this_process
 from runner.gpu.slots import Slot, make_slots
@@ -71,7 +71,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def parse_options(body: dict[str, Any], has_gpu: bool) -> tuple[RunSpec, bool]:
+def parse_spec(body: dict[str, Any], has_gpu: bool) -> tuple[RunSpec, bool]:
     """The option fields of a POST /jobs body -> (run settings with defaults filled, force). `RunSpec` checks the
     settings (`runner.options.check_settings`); the service adds what only it decides: `auto` and `cuda` against
     its GPUs, and caps on what one untrusted job may ask for."""
@@ -81,27 +81,29 @@ def parse_options(body: dict[str, Any], has_gpu: bool) -> tuple[RunSpec, bool]:
     if device == "auto":
         device = "cuda" if has_gpu else "cpu"
     try:
-        options = RunSpec.build(device, timeout_s=body.get("timeout_s"), trials=body.get("trials"),
+        spec = RunSpec.build(device, timeout_s=body.get("timeout_s"), trials=body.get("trials"),
                                 profile=body.get("profile"), atol=body.get("atol"), rtol=body.get("rtol"),
                                 inputs_device=body.get("inputs_device"))
     except (ValueError, TypeError) as e:
         raise BadRequest(400, str(e)) from None
-    if options.timeout_s > MAX_TIMEOUT_S:
-        raise BadRequest(400, f"timeout_s must be at most {MAX_TIMEOUT_S:g}, not {options.timeout_s:g}")
-    if options.trials > MAX_TRIALS:
-        raise BadRequest(400, f"trials must be at most {MAX_TRIALS}, not {options.trials}")
+    if spec.timeout_s > MAX_TIMEOUT_S:
+        raise BadRequest(400, f"timeout_s must be at most {MAX_TIMEOUT_S:g}, not {spec.timeout_s:g}")
+    if spec.trials > MAX_TRIALS:
+        raise BadRequest(400, f"trials must be at most {MAX_TRIALS}, not {spec.trials}")
     force = body.get("force", False)
     if not isinstance(force, bool):
         raise BadRequest(400, f"force must be true or false, not {force!r}")
-    return options, force
+    return spec, force
 
 
 class RunnerService:
     """The state behind the HTTP handler: job store, results log, workers."""
 
-    def __init__(self, runs_dir: Path, store: Path | None, slots: list[Slot], evaluate: Evaluator, token: str):
+    def __init__(self, runs_dir: Path, store: Path | None, slots: list[Slot], evaluate: Evaluator, token: str,
+                 settings: Settings | None = None):
         self.runs_dir = Path(runs_dir)
         self.store = store
+        self.settings = settings  # where a row id's store is when `store` is None (the sample store)
         self.slots = slots
         self.token = token
         self.started_at = time.time()
@@ -115,7 +117,7 @@ class RunnerService:
 
         def crashed_run(job: Job, pair: dict[str, Any] | None = None) -> dict[str, Any]:
             result = RunResult.crashed(f"the runner service died {job.attempts} times while running this job",
-                                       job.options, id=job.result_id, row_id=job.row_id,
+                                       job.spec, id=job.result_id, row_id=job.row_id,
                                        program_sha256=job.program_sha256)
             result.pair = pair
             return result.to_dict()
@@ -166,8 +168,8 @@ class RunnerService:
             "gpu_gates": gates_report(),  # per GPU: seconds held by jobs (busy) and timing, and their fractions
             "uptime_s": round(time.time() - self.started_at, 1),
             "isolation": isolation.current().describe(),  # mode "none": every result is flagged not_isolated
-            "fork_server": fork_servers_state(),  # judges forked from a server with torch imported, or why not
-            "store": store_identity(self.store),  # the store row ids are resolved against
+            "fork_server": fork_servers_state(self.settings.runner.forkserver),  # judges forked from a server with torch imported, or why not
+            "store": store_identity(self.store, self.settings),  # the store row ids are resolved against
         }
 
     def submit(self, body: Any) -> tuple[int, dict[str, Any]]:
@@ -181,8 +183,8 @@ class RunnerService:
         row_id, program = body.get("row_id"), body.get("program")
         if (row_id is None) == (program is None):
             raise BadRequest(400, "give exactly one of 'row_id' or 'program'")
-        options, force = parse_options(body, self.has_gpu)
-        job, created = self.jobs.submit(self._program(row_id, program), options, row_id=row_id, force=force)
+        spec, force = parse_spec(body, self.has_gpu)
+        job, created = self.jobs.submit(self._program(row_id, program), spec, row_id=row_id, force=force)
         return self._queued(job, created)
 
     def _submit_pair(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -202,15 +204,15 @@ class RunnerService:
                 raise BadRequest(400, f"{where} must be an object with exactly one of 'row_id' or 'program'")
             row_id, program = member.get("row_id"), member.get("program")
             programs[label] = (row_id, self._program(row_id, program, f"{where}."))
-        options, force = parse_options(body, self.has_gpu)
-        job, created = self.jobs.submit_pair(programs, options, force=force)
+        spec, force = parse_spec(body, self.has_gpu)
+        job, created = self.jobs.submit_pair(programs, spec, force=force)
         return self._queued(job, created)
 
     def _program(self, row_id: Any, program: Any, where: str = "") -> str:
         """The program text of a row id or of a given program, checked; refusals name the field (`where`)."""
         if row_id is not None:
             try:
-                return load_program(self.store, check_row_id(row_id))
+                return load_program(self.store, check_row_id(row_id), self.settings)
             except BadRowId as e:
                 raise BadRequest(400, f"{where}row_id: {e}" if where else str(e)) from None
             except RowNotFound as e:
@@ -248,9 +250,9 @@ class RunnerService:
         return job.summary()
 
 
-def resolve_token(host: str, runs_dir: Path) -> str:
-    """The service token (see the module docstring); raises SystemExit when none may be generated."""
-    token = RunnerConfig.from_env().token
+def resolve_token(host: str, runs_dir: Path, token: str | None) -> str:
+    """The service token: `token` (`TLX_RUNNER_TOKEN`), else one generated (see the module docstring); raises
+    SystemExit when none may be generated."""
     if token:
         return token
     if not is_loopback(host):
@@ -298,17 +300,18 @@ def main(args: argparse.Namespace) -> int:
     except BlockingIOError:
         print(f"serve: another runner service already uses {runs_dir}", file=sys.stderr)
         return 1
-    token = resolve_token(args.host, runs_dir)
+    token = resolve_token(args.host, runs_dir, settings.runner.token)
     prefer_this_process()  # a re-run someone waits for goes before a bulk run's next steps on the same GPU
     try:
         slots = make_slots(args.device, args.cpu_workers, triton_cache_dir=str(runs_dir / "triton-cache"),
-                           jobs_per_gpu=args.jobs_per_gpu or RunnerConfig.from_env().jobs_per_gpu)
+                           jobs_per_gpu=args.jobs_per_gpu or settings.runner.jobs_per_gpu,
+                           placement=settings.job_placement())
     except (RuntimeError, ValueError) as e:
         print(f"serve: {e}", file=sys.stderr)
         return 1
     store = args.store or (None if settings.store_is_sample else settings.store)
     isolation.keep_private(runs_dir, store)  # named by flags, not settings: no job may see them either
-    service = RunnerService(runs_dir, store, slots, sandbox_evaluator, token)
+    service = RunnerService(runs_dir, store, slots, sandbox_evaluator, token, settings)
     try:
         server = make_server(service, args.host, args.port,
                              Limits(args.idle_timeout, args.request_deadline, args.max_connections))

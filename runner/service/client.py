@@ -1,6 +1,7 @@
 """Client of the runner service (stdlib only; the explorer imports it) and `python -m runner submit`.
 
-    client = RunnerClient(RunnerConfig.from_env().url, token)
+    settings = load_settings()  # once, at the process's entry
+    client = RunnerClient(settings.runner_url, resolve_token(settings))
     job = client.submit(row_id="train/000123", timeout_s=60, profile="kernelbench-strict")  # or atol=..., rtol=...
     done = client.wait(job["id"], timeout=300)
     print(done["result"]["status"])
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from common.errors import TlxError
-from common.settings import RunnerConfig, load_settings
+from common.settings import Settings, load_settings
 from common.terminal import inert
 from runner.spec_args import add_spec_arguments, spec_fields
 
@@ -102,16 +103,16 @@ class RunnerClient:
     def health(self) -> dict[str, Any]:
         return self._request("GET", "/health")
 
-    def submit(self, row_id: str | None = None, program: str | None = None, **options: Any) -> dict[str, Any]:
+    def submit(self, row_id: str | None = None, program: str | None = None, **fields: Any) -> dict[str, Any]:
         """Queue a run of a store row or of a program text; returns `{"id", "state"}`. Options: device,
         timeout_s, trials, profile, atol, rtol, inputs_device, force (None: the service's default)."""
         if (row_id is None) == (program is None):
             raise ValueError("submit needs exactly one of row_id or program")
         body: dict[str, Any] = {"row_id": row_id} if row_id is not None else {"program": program}
-        body.update({k: v for k, v in options.items() if v is not None})
+        body.update({k: v for k, v in fields.items() if v is not None})
         return self._request("POST", "/jobs", body)
 
-    def submit_pair(self, a: dict[str, str], b: dict[str, str], **options: Any) -> dict[str, Any]:
+    def submit_pair(self, a: dict[str, str], b: dict[str, str], **fields: Any) -> dict[str, Any]:
         """Queue one job that times two programs back to back on one GPU under one set of options; `a` and `b`
         are each `{"row_id": ...}` or `{"program": ...}`. Returns `{"id", "state"}`; the finished job's result
         holds both runs (`runs`), their order, start times, `differences` and `b_speedup_over_a`. Raises
@@ -119,7 +120,7 @@ class RunnerClient:
         for label, member in (("a", a), ("b", b)):
             if not isinstance(member, dict) or len(member) != 1 or set(member) - {"row_id", "program"}:
                 raise ValueError(f"submit_pair: {label} must be {{'row_id': ...}} or {{'program': ...}}")
-        body: dict[str, Any] = {"pair": {"a": a, "b": b}} | {k: v for k, v in options.items() if v is not None}
+        body: dict[str, Any] = {"pair": {"a": a, "b": b}} | {k: v for k, v in fields.items() if v is not None}
         try:
             return self._request("POST", "/jobs", body)
         except RunnerError as error:  # an older service names the field it does not know
@@ -149,14 +150,12 @@ class RunnerClient:
             time.sleep(poll)
 
 
-def resolve_token(runs_dir: Path | None = None) -> str | None:
-    """`TLX_RUNNER_TOKEN`, else the token a loopback service wrote to `RUNS_DIR/runner.token`."""
-    token = RunnerConfig.from_env().token
-    if token:
-        return token
-    if runs_dir is None:
-        runs_dir = load_settings().runs_dir
-    path = Path(runs_dir) / "runner.token"
+def resolve_token(settings: Settings, runs_dir: Path | None = None) -> str | None:
+    """`TLX_RUNNER_TOKEN`, else the token a loopback service wrote to `runner.token` in `runs_dir` (default the
+    settings' runs dir)."""
+    if settings.runner_token:
+        return settings.runner_token
+    path = Path(runs_dir or settings.runs_dir) / "runner.token"
     return path.read_text().strip() if path.is_file() else None
 
 
@@ -193,16 +192,17 @@ def main(args: argparse.Namespace) -> int:
     if (args.row_id is None) == (args.program is None):
         print("submit: give a ROW_ID or --program FILE (one of them)", file=sys.stderr)
         return 2
-    url = args.url or RunnerConfig.from_env().url
-    client = RunnerClient(url, resolve_token(args.runs_dir), timeout=30.0)
-    options = {"device": args.device, **spec_fields(args)}
+    settings = load_settings()
+    url = args.url or settings.runner_url
+    client = RunnerClient(url, resolve_token(settings, args.runs_dir), timeout=30.0)
+    fields = {"device": args.device, **spec_fields(args)}
     if args.force:
-        options["force"] = True
+        fields["force"] = True
     try:
         if args.program is not None:
-            job = client.submit(program=args.program.read_text(encoding="utf-8"), **options)
+            job = client.submit(program=args.program.read_text(encoding="utf-8"), **fields)
         else:
-            job = client.submit(row_id=args.row_id, **options)
+            job = client.submit(row_id=args.row_id, **fields)
         if args.wait:
             job = client.wait(job["id"], timeout=args.wait_timeout)
         else:

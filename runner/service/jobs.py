@@ -75,7 +75,7 @@ class Job:
     row_id: str | None
     program_sha256: str
     program: str
-    options: RunSpec
+    spec: RunSpec  # its run settings (the `options` of the HTTP API and the `options_json` column)
     state: str
     attempts: int
     result: dict[str, Any] | None
@@ -104,7 +104,7 @@ class Job:
             "id": self.id,
             "state": self.state,
             **identity,
-            "options": self.options.to_dict(),
+            "options": self.spec.to_dict(),
             "attempts": self.attempts,
             "created_at": self.created_at,
             "started_at": self.started_at,
@@ -129,7 +129,7 @@ def _job(row: tuple) -> Job:
      created_at, started_at, finished_at, worker, members_json) = row
     return Job(
         id=jid, key=key, row_id=row_id, program_sha256=sha, program=program,
-        options=RunSpec.from_dict(json.loads(options_json)), state=state, attempts=attempts,
+        spec=RunSpec.from_dict(json.loads(options_json)), state=state, attempts=attempts,
         result=json.loads(result_json) if result_json else None,
         created_at=created_at, started_at=started_at, finished_at=finished_at, worker=worker,
         members=tuple(Member.from_dict(m) for m in json.loads(members_json)) if members_json else (),
@@ -163,22 +163,22 @@ class JobStore:
         return _job(row) if row else None
 
     def submit(
-        self, program: str, options: RunSpec, *, row_id: str | None = None, force: bool = False
+        self, program: str, spec: RunSpec, *, row_id: str | None = None, force: bool = False
     ) -> tuple[Job, bool]:
         """Queue a job, or return the matching existing one. Returns (job, created)."""
         sha = program_sha256(program)
-        return self._submit(job_key(sha, options, row_id), options, force, row_id=row_id, sha=sha, program=program)
+        return self._submit(job_key(sha, spec, row_id), spec, force, row_id=row_id, sha=sha, program=program)
 
-    def submit_pair(self, programs: dict[str, tuple[str | None, str]], options: RunSpec, *,
+    def submit_pair(self, programs: dict[str, tuple[str | None, str]], spec: RunSpec, *,
                     force: bool = False) -> tuple[Job, bool]:
         """Queue a pair job of `programs` (label -> (row id or None, program text), labels `a` and `b`), or return
         the matching existing one (same programs, rows, order and settings). Returns (job, created)."""
         members = tuple(Member(label, programs[label][0], program_sha256(programs[label][1]), programs[label][1])
                         for label in MEMBERS)
         members_json = json.dumps([m.to_dict() for m in members])
-        return self._submit(pair_key(members, options.key()), options, force, members_json=members_json)
+        return self._submit(pair_key(members, spec.key()), spec, force, members_json=members_json)
 
-    def _submit(self, key: str, options: RunSpec, force: bool, *, row_id: str | None = None, sha: str = "",
+    def _submit(self, key: str, spec: RunSpec, force: bool, *, row_id: str | None = None, sha: str = "",
                 program: str = "", members_json: str | None = None) -> tuple[Job, bool]:
         states = ("queued", "running") if force else ("queued", "running", "done")
         marks = ",".join("?" * len(states))
@@ -197,7 +197,7 @@ class JobStore:
                 self._db.execute(
                     "INSERT INTO jobs (id, key, row_id, program_sha256, program, options_json, state, "
                     "created_at, members_json) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?)",
-                    (jid, key, row_id, sha, program, json.dumps(options.to_dict(), sort_keys=True), time.time(),
+                    (jid, key, row_id, sha, program, json.dumps(spec.to_dict(), sort_keys=True), time.time(),
                      members_json),
                 )
                 self._db.execute("COMMIT")

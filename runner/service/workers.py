@@ -106,7 +106,7 @@ class WorkerPool:
 
     def _record(self, job: Job, slot: Slot, cancel: threading.Event, pair: dict[str, Any] | None = None) -> dict:
         """One run's result as the dict that is stored and logged (made once)."""
-        result = self._run(job, slot, cancel).stamped(job.options)
+        result = self._run(job, slot, cancel).stamped(job.spec)
         result.pair = pair
         return result.to_dict()
 
@@ -129,12 +129,12 @@ class WorkerPool:
         try:
             return self.evaluate(job, slot, cancel)
         except Exception as e:  # the evaluator must not raise; if it does, the job still gets a verdict
-            return RunResult.crashed(f"runner internal error: {type(e).__name__}: {e}", job.options,
+            return RunResult.crashed(f"runner internal error: {type(e).__name__}: {e}", job.spec,
                                      id=job.result_id, row_id=job.row_id, program_sha256=job.program_sha256,
                                      duration_s=time.monotonic() - started, traceback=traceback.format_exc(limit=20))
 
 
 def sandbox_evaluator(job: Job, slot: Slot, cancel: threading.Event) -> RunResult:
     """The service's evaluator: the job's program in a fresh sandbox subprocess on the worker's slot."""
-    return evaluate_on_slot(job.program, job.options, slot, result_id=job.result_id,
+    return evaluate_on_slot(job.program, job.spec, slot, result_id=job.result_id,
                             row_id=job.row_id, cancel=cancel)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from common.program_hash import program_sha256
 from common.results_log import TRIAGE, ResultsLog, default_writer
-from common.settings import load_settings
+from common.settings import Settings, load_settings
 from common.triage_log import read_triage
 from runner.bulk.command import Progress, add_row_arguments, select_rows
 from runner.rows import StoreUnavailable, iter_programs, resolve_store
@@ -75,7 +75,7 @@ def _out_done(path: Path | None, target: str) -> set[tuple[str, str]]:
     return done
 
 
-def _items(args: argparse.Namespace, runs_dir: Path) -> tuple[list, Iterator[tuple[str, str]]]:
+def _items(args: argparse.Namespace, runs_dir: Path, settings: Settings) -> tuple[list, Iterator[tuple[str, str]]]:
     """(the selection, an iterator of (id, program)) from files or from the store."""
     if args.programs:
         texts = []
@@ -86,23 +86,24 @@ def _items(args: argparse.Namespace, runs_dir: Path) -> tuple[list, Iterator[tup
                 raise SystemExit(f"triage: cannot read {path}: {e}") from None
         items = [(program_sha256(text), text) for text in texts]
         return items, iter(items)
-    store = resolve_store(args.store)
+    store = resolve_store(args.store, settings)
     rows = select_rows(store, args, runs_dir)
     return rows, iter_programs(store, rows)
 
 
 def main(args: argparse.Namespace) -> int:
-    runs_dir = (args.runs_dir or load_settings().runs_dir).expanduser()
+    settings = load_settings()  # once, at the process's entry
+    runs_dir = (args.runs_dir or settings.runs_dir).expanduser()
     try:
-        selection, items = _items(args, runs_dir)
+        selection, items = _items(args, runs_dir, settings)
     except (StoreUnavailable, OSError) as e:
         print(f"triage: {e}", file=sys.stderr)
         return 1
     done = set() if args.force else _done(runs_dir, args.target) | _out_done(args.out, args.target)
-    settings = TriageSettings(args.target, args.timeout, args.memory_mb)
+    triage = TriageSettings(args.target, args.timeout, args.memory_mb, settings.job_placement()["hidden_roots"])
     try:
-        backend = (LocalTriage(args.workers, settings) if args.backend == "local"
-                   else RayTriage(args.address, args.ray_cpus, args.workers, settings))
+        backend = (LocalTriage(args.workers, triage) if args.backend == "local"
+                   else RayTriage(args.address, args.ray_cpus, args.workers, triage))
     except (RuntimeError, OSError) as e:
         print(f"triage: {e}", file=sys.stderr)
         return 1

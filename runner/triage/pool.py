@@ -36,6 +36,7 @@ class TriageSettings:
     target: str = "sm_90"
     timeout_s: float = 60.0  # one program
     memory_mb: float = 4096.0  # one program's resident memory
+    hidden_roots: tuple[str, ...] = ()  # the runner's folders kept out of the workers' view (`Settings.job_placement`)
 
 
 class WorkerDied(RuntimeError):
@@ -50,7 +51,7 @@ class Worker:
         self.root = jobdirs.make_job_dir(None)
         self.work = self.root / "work"
         self.count = 0
-        options = EvalOptions()
+        options = EvalOptions(hidden_roots=settings.hidden_roots)
         env = {**base_env(options), "HOME": str(self.work), "TMPDIR": str(self.work), "TRITON_HOME": str(self.work),
                "TRITON_CACHE_DIR": str(self.root / "triton-cache"), "CUDA_VISIBLE_DEVICES": "",
                "PYTHONWARNINGS": "ignore"}
