@@ -101,6 +101,7 @@ class EvalOptions:
     work_root: str | None = None  # where job temp dirs are made; None: the system temp dir
     write_roots: tuple[str, ...] = ()  # folders besides the job's own where the program may write (runner.child.guard)
     prewarm: bool = True  # keep a spare child with torch/triton imported for the next job (TLX_RUNNER_PREWARM=0: off)
+    forkserver: bool = True  # the judge forked from a server with torch imported, where it can be (runner.sandbox.zygote)
     hidden_roots: tuple[str, ...] = ()  # the runner's folders kept out of the job's view (`Settings.job_placement`)
     pin_timing: bool = True  # a core kept for the GPU's timing thread (runner.gpu.cpu_plan; TLX_RUNNER_PIN_TIMING)
     cpu_threads: int | None = None  # torch's CPU threads in a CUDA job; None: a few (TLX_RUNNER_CPU_THREADS)

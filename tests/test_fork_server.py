@@ -25,8 +25,8 @@ class ModelNew(nn.Module):
     def forward(self, a, b):
         return triton_add(a, b)
 '''
-pytestmark = pytest.mark.skipif(not MODES or zygote_client.wanted(True) is not None,
-                                reason=f"no fork server here: {zygote_client.wanted(True) or 'no isolation'}")
+pytestmark = pytest.mark.skipif(not MODES or zygote_client.wanted(True, True) is not None,
+                                reason=f"no fork server here: {zygote_client.wanted(True, True) or 'no isolation'}")
 
 
 @pytest.fixture(params=MODES)
@@ -62,7 +62,7 @@ def _only_the_doors(judge: int, door_pipes: set[str]) -> bool:
 def test_a_forked_judge_holds_what_the_isolation_gives_and_no_more(mode, tmp_path):
     child = start_child(EvalOptions(device="cpu", work_root=str(tmp_path)))
     try:
-        assert child.judge is not None and child.judge.pid, fork_servers_state()
+        assert child.judge is not None and child.judge.pid, fork_servers_state(True)
         judge, door = child.judge.pid, find_door(child.proc.pid, 2)
         for ns in ("mnt", "pid", "net", "ipc"):
             assert os.readlink(f"/proc/{judge}/ns/{ns}") == os.readlink(f"/proc/{door}/ns/{ns}"), ns
@@ -90,7 +90,7 @@ def test_forked_judges_run_jobs_without_importing_torch(mode, tmp_path):
     results = [evaluate_in_sandbox(CORRECT, options, result_id=f"fork-{i}") for i in range(2)]
     assert all(r.status == "ok" for r in results), [r.message for r in results]
     assert all(r.cpu_s["judge_warm"] < 0.5 for r in results), [r.cpu_s for r in results]
-    assert fork_servers_state() == {"forked_judges": True, "why_not": None}
+    assert fork_servers_state(True) == {"forked_judges": True, "why_not": None}
 
 
 def test_a_server_that_never_started_a_judge_is_not_asked_again(mode, tmp_path, monkeypatch):
@@ -105,11 +105,14 @@ def test_a_server_that_never_started_a_judge_is_not_asked_again(mode, tmp_path, 
     r = evaluate_in_sandbox(CORRECT, EvalOptions(device="cpu", timeout_s=120, trials=1, work_root=str(tmp_path)),
                             result_id="fallback")
     assert r.status == "ok" and r.cpu_s["judge_warm"] > 0.1, (r.message, r.cpu_s)  # its judge imported torch
-    assert fork_servers_state() == {"forked_judges": False, "why_not": "refused for the test"}
+    assert fork_servers_state(True) == {"forked_judges": False, "why_not": "refused for the test"}
     for server in spares._servers.values():
         server.close()
 
 
 def test_the_setting_turns_the_server_off(monkeypatch):
+    from common.settings import load_settings
+
     monkeypatch.setenv("TLX_RUNNER_FORKSERVER", "0")
-    assert zygote_client.wanted(True) == "TLX_RUNNER_FORKSERVER=0"
+    placement = load_settings().job_placement()
+    assert placement["forkserver"] is False and zygote_client.wanted(True, placement["forkserver"])

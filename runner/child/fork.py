@@ -12,6 +12,7 @@ held lock). `ForkedProcess` is the judge's handle, with what the judge used of `
 from __future__ import annotations
 
 import ctypes
+import gc
 import ctypes.util
 import os
 import signal
@@ -97,6 +98,7 @@ def fork_candidate(run: Callable[[list[str]], int], argv: list[str], keep_fds: l
         raise RuntimeError(f"the judge forks its candidate with {threading.active_count()} threads running")
     sys.stdout.flush()
     sys.stderr.flush()
+    gc.freeze()  # the collector would write to every object's header: each page copied in the child
     pid = os.fork()
     if pid == 0:
         exit_now(_child(run, argv, keep_fds, identity, folder, env))

@@ -214,7 +214,7 @@ _servers: dict[tuple, ForkServer] = {}
 def fork_server(options: EvalOptions, iso: isolation.Isolation) -> ForkServer | None:
     """The fork server for this configuration (started here, on the spawner thread), None where judges start as
     programs (`zygote_client.wanted`) or the server broke."""
-    if zygote_client.wanted(iso.isolated) is not None:
+    if zygote_client.wanted(iso.isolated, options.forkserver) is not None:
         return None
     key = (iso.mode, tuple(sorted(base_env(options).items())))
     if key not in _servers:
@@ -226,10 +226,10 @@ def fork_server(options: EvalOptions, iso: isolation.Isolation) -> ForkServer | 
     return None if server.broken else server
 
 
-def fork_servers_state() -> dict[str, object]:
-    """For /health: whether judges are forked from a server, and any server's failure."""
+def fork_servers_state(enabled: bool) -> dict[str, object]:
+    """For /health: whether judges are forked from a server (`enabled`: the setting), and any server's failure."""
     iso = isolation.current()
-    why_not = zygote_client.wanted(iso.isolated)
+    why_not = zygote_client.wanted(iso.isolated, enabled)
     broken = [s.broken for s in _servers.values() if s.broken]
     return {"forked_judges": why_not is None and not broken, "why_not": why_not or (broken[0] if broken else None)}
 

@@ -104,11 +104,9 @@ class ForkServer:
             self.proc.wait()
 
 
-def wanted(isolated: bool) -> str | None:
-    """None where jobs' judges are forked from a server here, else why not."""
-    from common.settings import RunnerConfig
-
-    if not RunnerConfig.from_env().forkserver:
+def wanted(isolated: bool, enabled: bool) -> str | None:
+    """None where jobs' judges are forked from a server here, else why not (`enabled`: TLX_RUNNER_FORKSERVER)."""
+    if not enabled:
         return "TLX_RUNNER_FORKSERVER=0"
     if not isolated:
         return "no isolation with namespaces to join"
@@ -117,4 +115,3 @@ def wanted(isolated: bool) -> str | None:
     if not hasattr(os, "pidfd_open"):
         return "this Python has no os.pidfd_open"
     return None
-
