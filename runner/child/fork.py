@@ -12,8 +12,8 @@ held lock). `ForkedProcess` is the judge's handle, with what the judge used of `
 from __future__ import annotations
 
 import ctypes
-import gc
 import ctypes.util
+import gc
 import os
 import signal
 import subprocess
