@@ -102,6 +102,7 @@ def test_triage_filters_pick_rows_by_latest_triage(triaged):
     untriaged = ids(Filters(triage_status="untriaged"))
     assert "train/000001" in untriaged and "test/000001" not in untriaged and len(untriaged) == 15 - 6
     assert ids(Filters(error_type="shape_mismatch")) == ["test/000004"]  # error_type matches triage too
+    assert ids(Filters(error_type="passed", status="failed")) == ["test/000001"]  # the cause "passed CPU triage"
     assert ids(Filters(error_type="import_error", error_source="triaged")) == ["train/000006"]
     with pytest.raises(ValueError, match="triage_status"):
         Filters(triage_status="maybe")

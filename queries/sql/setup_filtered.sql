@@ -1,6 +1,7 @@
 -- The one filter of every question, set up once per connection: `filtered($filter)`, where `$filter` is the one
 -- bound STRUCT of queries/filters.py (`Filters.params`: split, holdout, problem, status, error, source, level,
--- flag, triage, triage_error; a NULL field does not filter; a NULL struct is no filter).
+-- flag, triage, triage_error; a NULL field does not filter; a NULL struct is no filter). `error` matches a cause as
+-- the Failures page names it (setup_causes.sql): an error type, or `ok` / `passed` (a re-run or a triage passed).
 CREATE MACRO filtered(f) AS TABLE
 SELECT * FROM programs
 WHERE f IS NULL OR (
@@ -18,9 +19,10 @@ WHERE f IS NULL OR (
         WHEN f['error'] IS NULL AND f['source'] = 'triaged' THEN triage_status IS NOT NULL
         WHEN f['error'] IS NULL THEN measured_status IS NOT NULL
         WHEN f['source'] = 'static' THEN static_error = f['error']
-        WHEN f['source'] = 'measured' THEN measured_error = f['error']
-        WHEN f['source'] = 'triaged' THEN triage_error = f['error']
-        ELSE static_error = f['error'] OR measured_error = f['error'] OR triage_error = f['error']
+        WHEN f['source'] = 'measured' THEN coalesce(measured_error, measured_status) = f['error']
+        WHEN f['source'] = 'triaged' THEN coalesce(triage_error, triage_status) = f['error']
+        ELSE static_error = f['error'] OR coalesce(measured_error, measured_status) = f['error']
+             OR coalesce(triage_error, triage_status) = f['error']
       END));
 
 -- The one candidate filter of every ranking (leaderboard, the problems table's label columns, the page header's
