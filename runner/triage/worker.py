@@ -1,6 +1,7 @@
 """A warm triage worker: `python -P -m runner.triage.worker --target sm_90 ...`, started inside the job isolation
-(`runner.triage.pool`), imports torch and triton once, installs the stand-in GPU, then forks a fresh child per
-program.
+(`runner.triage.pool`), imports torch and triton once, installs the stand-in GPU, triages its warm-up program
+(`runner.triage.warm_up`: torch's and Triton's first-use work, done once here instead of in every child), then
+forks a fresh child per program.
 
 Requests on stdin, one JSON line each: `{"path": PROGRAM}`; answers on stdout, one JSON line each: the triage's
 fields (`runner.triage.program`). Each child:
@@ -187,9 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch  # noqa: F401 - imported once, before the fork, for every child
     import triton
 
-    from runner.triage import program, stand_in  # noqa: F401 - the children's code, imported warm
+    from runner.triage import program, stand_in  # the children's code, imported and warmed up once
 
     stand_in.install(args.target)
+    program.warm_up()
     identity, runs_as = candidate_identity(Path.cwd())
     out = sys.stdout
     out.write(json.dumps({"ready": True, "torch": torch.__version__, "triton": triton.__version__,
