@@ -121,14 +121,17 @@ def main() -> int:
     phases = Counter()
     for r in per_row:
         phases.update(r["phases_cpu"] or {})
-    hits, misses = (sum((r["cache"] or {}).get(k, 0) for r in per_row) for k in ("hits", "misses"))
+    hits, misses, from_disk = (sum((r["cache"] or {}).get(k, 0) for r in per_row)
+                               for k in ("hits", "misses", "from_disk"))
     if args.per_row:
         args.per_row.write_text("".join(json.dumps(r) + "\n" for r in per_row))
     report = {"rows": len(per_row), "cpu_s_median": statistics.median(cpus) if cpus else None,
               "cpu_s_mean": statistics.fmean(cpus) if cpus else None,
               "phase_cpu_s_mean": {k: round(v / len(per_row), 3) for k, v in phases.items()},
-              "compiles": {"hits": hits, "misses": misses,
+              "launches": {"compiled nothing": hits, "compiled": misses,
                            "hit_rate": round(hits / (hits + misses), 3) if hits + misses else None},
+              "compiles_across_rows": {"from an earlier row": from_disk, "compiled": misses,
+                                       "hit_rate": round(from_disk / (from_disk + misses), 3) if misses else None},
               "stage_cpu_s_total": {k: round(v, 2) for k, v in stage_totals.items()},
               "compile_errors_caught_at": dict(caught),
               "statuses": dict(Counter(r["status"] for r in per_row)),

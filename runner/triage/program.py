@@ -202,7 +202,8 @@ def triage(path: str) -> dict:
     result["phases_cpu_s"] = {k: round(v, 4) for k, v in phases.cpu.items()}
     result["compile_s"] = round(stand_in.launches.seconds, 4)
     result["kernels"] = sorted(set(stand_in.launches.kernels))
-    result["cache"] = {"hits": stand_in.launches.hits, "misses": stand_in.launches.misses}
+    result["cache"] = {"hits": stand_in.launches.hits, "misses": stand_in.launches.misses,
+                       "from_disk": stand_in.launches.from_disk}
     return result
 
 

@@ -36,14 +36,15 @@ class Compiles:
 
     kernels: list[str] = field(default_factory=list)
     current: str | None = None  # the kernel of the launch in progress (named by a launch error too)
-    hits: int = 0
-    misses: int = 0
+    hits: int = 0  # launches that compiled nothing
+    misses: int = 0  # launches that compiled
+    from_disk: int = 0  # of the hits, those Triton's cache folder served: a compile of an earlier program's
     seconds: float = 0.0
 
     def reset(self) -> None:
         self.kernels.clear()
         self.current = None
-        self.hits = self.misses = 0
+        self.hits = self.misses = self.from_disk = 0
         self.seconds = 0.0
 
 
@@ -188,6 +189,7 @@ def _driver_class(capability: int, shared: int, sms: int):
 
 
 def _compile_only(shared: int):
+    from triton.runtime import driver
     from triton.runtime.errors import OutOfResources
     from triton.runtime.jit import JITFunction
 
@@ -196,6 +198,8 @@ def _compile_only(shared: int):
     def run(self, *args, grid, warmup, **kwargs):
         launches.current = self.__name__
         before = _cache_entries()
+        in_memory = self.device_caches[driver.active.get_current_device()][0]  # this process's compiled kernels
+        known = len(in_memory)
         start = time.perf_counter()
         kernel = real_run(self, *args, grid=grid, warmup=True, **kwargs)
         launches.seconds += time.perf_counter() - start
@@ -204,6 +208,7 @@ def _compile_only(shared: int):
             launches.misses += 1
         else:
             launches.hits += 1
+            launches.from_disk += len(in_memory) > known
         needed = getattr(getattr(kernel, "metadata", None), "shared", 0) or 0
         if needed > shared:
             raise OutOfResources(needed, shared, "shared memory")
