@@ -139,8 +139,12 @@ def _compare(ref: Any, cand: Any) -> str | None:
     return None
 
 
+_PHASES = ("import", "build", "compile", "compare")
+
+
 class _Phases:
-    """Wall (`wall`) and CPU (`cpu`) seconds of each phase, each lap from the end of the one before."""
+    """Wall (`wall`) and CPU (`cpu`) seconds of each phase, each lap from the end of the one before; `end()` laps
+    the phase a verdict ended (a compile error's row shows its compile time)."""
 
     def __init__(self):
         self.wall: dict[str, float] = {}
@@ -151,6 +155,10 @@ class _Phases:
         now = (time.perf_counter(), time.process_time())
         self.wall[phase], self.cpu[phase] = now[0] - self._mark[0], now[1] - self._mark[1]
         self._mark = now
+
+    def end(self) -> None:
+        if "compare" not in self.wall:
+            self.lap(_PHASES[len(self.wall)])
 
 
 def triage(path: str) -> dict:
@@ -196,8 +204,7 @@ def triage(path: str) -> dict:
                   "message": f"compiles and shapes match: reference {_spec(ref)}, candidate {_spec(cand)}"}
     except Ended as ended:
         result = ended.result
-    if "import" not in phases.wall:
-        phases.lap("import")
+    phases.end()
     result["phases_s"] = {k: round(v, 4) for k, v in phases.wall.items()}
     result["phases_cpu_s"] = {k: round(v, 4) for k, v in phases.cpu.items()}
     result["compile_s"] = round(stand_in.launches.seconds, 4)
