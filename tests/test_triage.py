@@ -162,6 +162,8 @@ def test_the_command_triages_files_writes_both_logs_and_resumes(tmp_path):
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert sorted(r["triage_status"] for r in lines) == ["failed", "passed"]
     assert all(r["target"] == "sm_90" and r["id"] == r["program_sha256"] and r["triaged_at"] for r in lines)
+    assert all(set(r["phases_cpu_s"]) <= {"import", "build", "compile", "compare"} and r["phases_cpu_s"]["compile"] > 0
+               for r in lines)  # both reach the compile: the failure's CPU is its phase's
     logged = list((runs / "triage").glob("triage-*.jsonl"))
     assert len(logged) == 1 and len(logged[0].read_text().splitlines()) == 2
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
