@@ -37,7 +37,8 @@ def _timed_stages(record: dict) -> None:
     before = knobs.runtime.add_stages_inspection_hook  # the stand-in's own (stages it stands in for)
 
     def hook(*args):
-        if not args:  # JITFunction.run asks for the hook's cache key
+        if not args:  # JITFunction.run asks for the hook's cache key: each launch starts in the front end
+            record["stage"] = "frontend"
             return before() if before else ("timed-stages", "timed-stages")
         if before:
             before(*args)
@@ -54,6 +55,13 @@ def _timed_stages(record: dict) -> None:
             stages[name] = timed
 
     knobs.runtime.add_stages_inspection_hook = hook
+
+
+def _stage_failed(result: dict, stage: str) -> str | None:
+    """The stage that raised a compile error: shared memory is known from the allocation (`llir` in a triage)."""
+    if result.get("error_type") != "compile_error":
+        return None
+    return "llir" if (result.get("exception") or "").endswith("OutOfResources") else stage
 
 
 def main() -> int:
@@ -98,7 +106,7 @@ def main() -> int:
             cpu = time.process_time() + _children_cpu()
             result = triage(str(path))
             out = {"id": row_id, "status": result["triage_status"], "error_type": result.get("error_type"),
-                   "stage_failed": record["stage"] if result.get("error_type") == "compile_error" else None,
+                   "stage_failed": _stage_failed(result, record["stage"]),
                    "times": record["times"], "phases_cpu": result.get("phases_cpu_s"),
                    "cache": result.get("cache"), "message": (result.get("message") or "")[:300],
                    "cpu": time.process_time() + _children_cpu() - cpu}
