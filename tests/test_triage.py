@@ -5,6 +5,7 @@ is triaged by the real worker process inside the job isolation, as the command d
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -182,8 +183,6 @@ def test_an_unknown_target_is_refused_by_name():
 
 @pytest.mark.slow
 def test_store_rows_on_a_ray_cluster_each_once_then_filtered_by_triage(tmp_path):
-    import os
-
     from common.triage_log import read_triage
     from tests.test_bulk import GOOD, REPO, make_store
 
@@ -219,3 +218,15 @@ def test_what_a_program_leaves_running_is_killed_before_the_next_one(tmp_path):
         size = beat.stat().st_size
         time.sleep(0.5)
         assert beat.stat().st_size == size  # and was killed
+
+
+def test_a_worker_whose_warm_up_fails_says_why_instead_of_ready(tmp_path):
+    code = ("import runner.triage.program as p\n"
+            "def broken():\n    raise RuntimeError('the triage warm-up program did not pass: no meta kernel')\n"
+            "p.warm_up = broken\nfrom runner.triage import worker\nraise SystemExit(worker.main([]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(HERE.parent),
+                               "TRITON_CACHE_DIR": str(tmp_path / "cache")})
+    assert done.returncode == 1
+    assert json.loads(done.stdout.splitlines()[0]) == {
+        "ready": False, "error": "the triage warm-up program did not pass: no meta kernel"}

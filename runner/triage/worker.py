@@ -191,9 +191,14 @@ def main(argv: list[str] | None = None) -> int:
     from runner.triage import program, stand_in  # the children's code, imported and warmed up once
 
     stand_in.install(args.target)
-    program.warm_up()
-    identity, runs_as = candidate_identity(Path.cwd())
     out = sys.stdout
+    try:
+        program.warm_up()
+    except RuntimeError as e:  # the pool's start error says why (the worker's stderr goes nowhere)
+        out.write(json.dumps({"ready": False, "error": str(e)[:2000]}) + "\n")
+        out.flush()
+        return 1
+    identity, runs_as = candidate_identity(Path.cwd())
     out.write(json.dumps({"ready": True, "torch": torch.__version__, "triton": triton.__version__,
                           "runs_as": runs_as}) + "\n")
     out.flush()
