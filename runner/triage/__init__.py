@@ -6,7 +6,10 @@ outputs' structure, shapes and dtypes. `passed` means "compiles and shapes match
 
 - `stand_in.py`: the stand-in GPU (CUDA calls answered on `meta`, a Triton driver that names the target, launches
   and autotuning compiled, not run);
-- `program.py`: one program's triage, stage by stage, as a result dict;
+- `stages.py`: which of Triton's compile stages run (those that raise errors) and which autotune configs compile
+  whole;
+- `program.py`: one program's triage, stage by stage, as a result dict; `warm_up.py`: the trusted program each
+  worker triages before its first fork;
 - `worker.py`: a warm worker process inside the job isolation, forking a fresh child per program;
 - `pool.py`: the workers of a triage run; `command.py`: `python -m runner triage`.
 """

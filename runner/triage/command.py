@@ -6,7 +6,9 @@ Ray cluster (`--backend ray`). Every result is one JSON line, appended to `RUNS_
 (which the explorer reads beside the store's published `triage-*.jsonl`) and, with `--out`, to that file too:
 `id`, `row_id`, `program_sha256`, `triage_status` (`passed` | `failed` | `not_triaged`), `error_type` (the GPU
 runner's names, `common.outcomes.ErrorType`), `message`, `exception`, `kernel`, `module`, `reason`, `stage`,
-`target`, `versions`, `phases_s`, `compile_s`, `cpu_s`, `cache`, `kernels`, `triaged_at`, `flags`.
+`target`, `versions`, `phases_s` (wall) and `phases_cpu_s` (CPU seconds of import, build, compile, compare),
+`compile_s`, `cpu_s`, `cache` (launches that compiled: `misses`; that did not: `hits`, of which `from_disk` an
+earlier program of the worker compiled), `kernels`, `triaged_at`, `flags`.
 
 Resumable: a program already triaged for the same target under the same torch (in `--out` or the triage log, same
 row id and program hash) is skipped unless `--force`. Progress (rate, ETA) goes to stderr, the summary to stdout.
@@ -33,7 +35,7 @@ from runner.triage.pool import TriageSettings
 from runner.triage.stand_in import TARGETS
 
 FIELDS = ("triage_status", "error_type", "message", "exception", "kernel", "module", "reason", "stage",
-          "phases_s", "compile_s", "cpu_s", "cache", "kernels", "flags", "traceback")
+          "phases_s", "phases_cpu_s", "compile_s", "cpu_s", "cache", "kernels", "flags", "traceback")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -139,15 +139,36 @@ def _compare(ref: Any, cand: Any) -> str | None:
     return None
 
 
+_PHASES = ("import", "build", "compile", "compare")
+
+
+class _Phases:
+    """Wall (`wall`) and CPU (`cpu`) seconds of each phase, each lap from the end of the one before; `end()` laps
+    the phase a verdict ended (a compile error's row shows its compile time)."""
+
+    def __init__(self):
+        self.wall: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+        self._mark = (time.perf_counter(), time.process_time())
+
+    def lap(self, phase: str) -> None:
+        now = (time.perf_counter(), time.process_time())
+        self.wall[phase], self.cpu[phase] = now[0] - self._mark[0], now[1] - self._mark[1]
+        self._mark = now
+
+    def end(self) -> None:
+        if "compare" not in self.wall:
+            self.lap(_PHASES[len(self.wall)])
+
+
 def triage(path: str) -> dict:
     """The triage of the program at `path` (fields of the result line but `id`, versions and target)."""
     import torch
 
     from runner.triage import stand_in
 
-    phases: dict[str, float] = {}
     stand_in.launches.reset()
-    start = time.perf_counter()
+    phases = _Phases()
     try:
         source = Path(path).read_text(encoding="utf-8", errors="replace")
         try:
@@ -161,24 +182,21 @@ def triage(path: str) -> dict:
         if missing:
             raise Ended({"triage_status": TriageStatus.FAILED.value, "error_type": ErrorType.MISSING_SYMBOL.value,
                          "stage": "import", "message": f"program does not define {', '.join(missing)}"})
-        phases["import"] = time.perf_counter() - start
-        mark = time.perf_counter()
+        phases.lap("import")
         model, new = _step("build", "init", "building Model and ModelNew", path, _built, module)
         inputs = _step("build", "correctness", "get_inputs()", path, _inputs, module)
-        phases["build"] = time.perf_counter() - mark
-        mark = time.perf_counter()
+        phases.lap("build")
         with torch.no_grad():
             try:
                 ref = _step("compile", "correctness", "Model forward", path, model, *inputs)
             except Ended as ended:
                 ref = ended  # the reference needs values: the candidate may still fail to compile
             cand = _step("compile", "correctness", "ModelNew forward", path, new, *inputs)
-        phases["compile"] = time.perf_counter() - mark
+        phases.lap("compile")
         if isinstance(ref, Ended):
             raise ref
-        mark = time.perf_counter()
         mismatch = _compare(ref, cand)
-        phases["compare"] = time.perf_counter() - mark
+        phases.lap("compare")
         if mismatch:
             raise Ended({"triage_status": TriageStatus.FAILED.value, "error_type": ErrorType.SHAPE_MISMATCH.value,
                          "stage": "compare", "message": mismatch})
@@ -186,9 +204,20 @@ def triage(path: str) -> dict:
                   "message": f"compiles and shapes match: reference {_spec(ref)}, candidate {_spec(cand)}"}
     except Ended as ended:
         result = ended.result
-    phases.setdefault("import", time.perf_counter() - start)
-    result["phases_s"] = {k: round(v, 4) for k, v in phases.items()}
+    phases.end()
+    result["phases_s"] = {k: round(v, 4) for k, v in phases.wall.items()}
+    result["phases_cpu_s"] = {k: round(v, 4) for k, v in phases.cpu.items()}
     result["compile_s"] = round(stand_in.launches.seconds, 4)
     result["kernels"] = sorted(set(stand_in.launches.kernels))
-    result["cache"] = {"hits": stand_in.launches.hits, "misses": stand_in.launches.misses}
+    result["cache"] = {"hits": stand_in.launches.hits, "misses": stand_in.launches.misses,
+                       "from_disk": stand_in.launches.from_disk}
     return result
+
+
+def warm_up() -> None:
+    """Triage the bundled warm-up program (`runner/triage/warm_up.py`) in this process, once, before a worker forks
+    its first child: torch's and Triton's first-use work is then inherited by every child instead of redone in each.
+    A warm-up that does not pass means the stand-in is broken: RuntimeError says so."""
+    result = triage(str(Path(__file__).with_name("warm_up.py")))
+    if result["triage_status"] != TriageStatus.PASSED.value:
+        raise RuntimeError(f"the triage warm-up program did not pass: {result.get('message') or result.get('reason')}")

@@ -5,12 +5,13 @@ target and not run.
 - torch: factories and moves that name `cuda` make `meta` tensors (a `TorchFunctionMode`); `torch.cuda`'s
   queries answer as one device of the target's kind (`is_available`, `device_count`, `get_device_capability`,
   `get_device_properties`, streams, events, synchronize); `Tensor.is_cuda` holds for meta tensors;
-- compiling stops after LLVM IR (`_stop_after_llir`): PTX and cubin are stood in for;
+- compiling runs only the stages that raise errors (`runner.triage.stages`: through TritonGPU IR and its shared
+  memory allocation; an autotuner's configs after the first that fits, through the front end only);
 - triton: a stand-in active driver whose `get_current_target()` is the target (`GPUTarget("cuda", 90, 32)` for
-  `sm_90`); every `JITFunction.run` is a compile-only warm-up (`warmup=True`), so a launch builds its kernel down to
-  cubin (ptxas ships with triton) and raises the compiler's own error; a compiled kernel that needs more shared
-  memory than the target has raises `OutOfResources` as loading it on the GPU would; the autotuner compiles every
-  config instead of timing it (a config that is out of resources is skipped, as the real autotuner skips it).
+  `sm_90`); every `JITFunction.run` is a compile-only warm-up (`warmup=True`), so a launch compiles its kernel and
+  raises the compiler's own error; a compiled kernel that needs more shared memory than the target has raises
+  `OutOfResources` as loading it on the GPU would; the autotuner compiles configs instead of timing them (a config
+  that is out of resources is skipped, as the real autotuner skips it).
 
 `launches` records each compile (kernel name, cache hit or miss, seconds) for the triage's phases.
 """
@@ -19,10 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import time
 import types
 from dataclasses import dataclass, field
+
+from runner.triage import stages
 
 TARGETS = {"sm_80": (80, 166912, 108), "sm_86": (86, 101376, 84), "sm_89": (89, 101376, 128),
            "sm_90": (90, 232448, 132)}  # capability, max shared memory a block (bytes), SMs
@@ -34,14 +36,15 @@ class Compiles:
 
     kernels: list[str] = field(default_factory=list)
     current: str | None = None  # the kernel of the launch in progress (named by a launch error too)
-    hits: int = 0
-    misses: int = 0
+    hits: int = 0  # launches that compiled nothing
+    misses: int = 0  # launches that compiled
+    from_disk: int = 0  # of the hits, those Triton's cache folder served: a compile of an earlier program's
     seconds: float = 0.0
 
     def reset(self) -> None:
         self.kernels.clear()
         self.current = None
-        self.hits = self.misses = 0
+        self.hits = self.misses = self.from_disk = 0
         self.seconds = 0.0
 
 
@@ -174,7 +177,7 @@ def _driver_class(capability: int, shared: int, sms: int):
             return torch.cuda
 
         def get_benchmarker(self):
-            return lambda kernel_call, quantiles=None, **kw: _compile_once(kernel_call)
+            return stages.compile_once
 
         def get_empty_cache_for_benchmark(self):
             return torch.empty(1, device="meta")
@@ -185,12 +188,8 @@ def _driver_class(capability: int, shared: int, sms: int):
     return StandInDriver
 
 
-def _compile_once(kernel_call) -> list[float]:
-    kernel_call()
-    return [1.0, 1.0, 1.0]
-
-
 def _compile_only(shared: int):
+    from triton.runtime import driver
     from triton.runtime.errors import OutOfResources
     from triton.runtime.jit import JITFunction
 
@@ -199,6 +198,8 @@ def _compile_only(shared: int):
     def run(self, *args, grid, warmup, **kwargs):
         launches.current = self.__name__
         before = _cache_entries()
+        in_memory = self.device_caches[driver.active.get_current_device()][0]  # this process's compiled kernels
+        known = len(in_memory)
         start = time.perf_counter()
         kernel = real_run(self, *args, grid=grid, warmup=True, **kwargs)
         launches.seconds += time.perf_counter() - start
@@ -207,6 +208,7 @@ def _compile_only(shared: int):
             launches.misses += 1
         else:
             launches.hits += 1
+            launches.from_disk += len(in_memory) > known
         needed = getattr(getattr(kernel, "metadata", None), "shared", 0) or 0
         if needed > shared:
             raise OutOfResources(needed, shared, "shared memory")
@@ -239,37 +241,6 @@ def _cache_entries() -> int:
         return 0
 
 
-def _stop_after_llir():
-    """Compile through LLVM IR, where every error the 544 real rows showed is raised (front end, layouts, the shared
-    memory a kernel needs: `metadata.shared`), and stand in for PTX and cubin (about a third of the compile CPU;
-    ptxas failed no row): the launch path needs only the kernel's name and an empty binary."""
-    from triton import knobs
-
-    def hook(*args):
-        if not args:  # JITFunction.run asks for the hook's cache key: these kernels are not the full pipeline's
-            return "triage-through-llir", "triage-through-llir"
-        stages = args[1]
-
-        def ptx(src, metadata):  # the name ptx's `.entry` would give: LLVM's kernel function
-            found = re.search(r"define[^@\n]*@([A-Za-z_][A-Za-z0-9_]*)\(", str(src))
-            metadata["name"] = found.group(1) if found else "triage_kernel"
-            return ""
-
-        stages["ptx"] = ptx
-        stages["cubin"] = lambda src, metadata: b""
-
-    knobs.runtime.add_stages_inspection_hook = hook
-
-
-def _autotune_compiles():
-    from triton.runtime.autotuner import Autotuner
-
-    def do_bench(self):
-        return lambda kernel_call, quantiles=None, **kw: _compile_once(kernel_call)
-
-    Autotuner.do_bench = property(do_bench)
-
-
 def install(target: str = "sm_90") -> None:
     """Make this process's CUDA a stand-in for `target`, with Triton compiling launches for it and running none."""
     import torch
@@ -280,8 +251,7 @@ def install(target: str = "sm_90") -> None:
     _fake_cuda(capability, shared, sms, name)
     driver.set_active(_driver_class(capability, shared, sms)())
     _compile_only(shared)
-    _stop_after_llir()
+    stages.install()
     _launches_named()
-    _autotune_compiles()
     torch.set_default_device("meta")
     _meta_mode_class()().__enter__()

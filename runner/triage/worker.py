@@ -1,6 +1,7 @@
 """A warm triage worker: `python -P -m runner.triage.worker --target sm_90 ...`, started inside the job isolation
-(`runner.triage.pool`), imports torch and triton once, installs the stand-in GPU, then forks a fresh child per
-program.
+(`runner.triage.pool`), imports torch and triton once, installs the stand-in GPU, triages its warm-up program
+(`runner.triage.warm_up`: torch's and Triton's first-use work, done once here instead of in every child), then
+forks a fresh child per program.
 
 Requests on stdin, one JSON line each: `{"path": PROGRAM}`; answers on stdout, one JSON line each: the triage's
 fields (`runner.triage.program`). Each child:
@@ -187,11 +188,17 @@ def main(argv: list[str] | None = None) -> int:
     import torch  # noqa: F401 - imported once, before the fork, for every child
     import triton
 
-    from runner.triage import program, stand_in  # noqa: F401 - the children's code, imported warm
+    from runner.triage import program, stand_in  # the children's code, imported and warmed up once
 
     stand_in.install(args.target)
-    identity, runs_as = candidate_identity(Path.cwd())
     out = sys.stdout
+    try:
+        program.warm_up()
+    except RuntimeError as e:  # the pool's start error says why (the worker's stderr goes nowhere)
+        out.write(json.dumps({"ready": False, "error": str(e)[:2000]}) + "\n")
+        out.flush()
+        return 1
+    identity, runs_as = candidate_identity(Path.cwd())
     out.write(json.dumps({"ready": True, "torch": torch.__version__, "triton": triton.__version__,
                           "runs_as": runs_as}) + "\n")
     out.flush()
