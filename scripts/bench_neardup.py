@@ -88,7 +88,7 @@ def main() -> None:
             "cluster": {p for p in similarity if grouping.cluster[of[p[0]]] == grouping.cluster[of[p[1]]]},
             "component": {p for p in similarity if grouping.component[of[p[0]]] == grouping.component[of[p[1]]]},
         }
-        cells = [f"{len(found):,} / {len(found & truth) / max(len(found), 1):.1%} / "
+        cells = [f"{len(found):,} / {len(found & truth) / max(len(found), 1):.2%} / "
                  f"{len(found & truth) / max(len(truth), 1):.1%}" for found in answers.values()]
         groups = [_sizes(grouping.cluster[of]), _sizes(grouping.component[of])]
         across = int((groups[0] * (groups[0] - 1) // 2).sum()) - len(answers["cluster"])

@@ -78,13 +78,13 @@ class _Judge:
     def __init__(self, signatures: np.ndarray, sets: list[np.ndarray], threshold: float):
         self.signatures, self.sets, self.threshold = signatures, sets, threshold
 
-    def alike(self, one: int, others: np.ndarray) -> np.ndarray:
-        """bool[len(others)]: whether `one` is a near-copy of each of `others`."""
-        estimate = (self.signatures[others] == self.signatures[one]).mean(axis=1)
-        alike = estimate >= self.threshold + SURE
-        for k in np.flatnonzero((estimate >= self.threshold - SURE) & ~alike):
-            alike[k] = self.exact(one, int(others[k])) >= self.threshold
-        return alike
+    def alike_to_all(self, one: int, others: np.ndarray, their_signatures: np.ndarray) -> bool:
+        """Whether `one` is a near-copy of every one of `others` (whose signatures are given)."""
+        estimate = (their_signatures == self.signatures[one]).mean(axis=1)
+        if (estimate < self.threshold - SURE).any():
+            return False
+        unsure = np.flatnonzero(estimate < self.threshold + SURE)
+        return all(self.exact(one, int(others[k])) >= self.threshold for k in unsure)
 
     def exact(self, i: int, j: int) -> float:
         a, b = self.sets[i], self.sets[j]
@@ -170,13 +170,15 @@ def _clusters(judge: _Judge, links: np.ndarray) -> np.ndarray:
             continue
         neighbours = ends[starts[centre] : starts[centre + 1], 1]
         neighbours = neighbours[cluster[neighbours] < 0]
-        members = [centre]
+        members = np.empty(len(neighbours) + 1, np.int64)  # the centre, then those that joined
+        kept = np.empty((len(neighbours) + 1, judge.signatures.shape[1]), judge.signatures.dtype)  # their signatures
+        members[0], kept[0], count = centre, judge.signatures[centre], 1
         if len(neighbours):
             closeness = (judge.signatures[neighbours] == judge.signatures[centre]).sum(axis=1)
             for v in neighbours[np.argsort(-closeness, kind="stable")].tolist():
-                if len(members) == 1 or judge.alike(v, np.array(members[1:])).all():
-                    members.append(v)
-        cluster[members] = min(members)
+                if judge.alike_to_all(v, members[1:count], kept[1:count]):  # alike to the centre: a link
+                    members[count], kept[count], count = v, judge.signatures[v], count + 1
+        cluster[members[:count]] = members[:count].min()
     return cluster
 
 

@@ -82,7 +82,7 @@ def near_dups(store: str | Path, *, workers: int | None = None, progress: bool =
     _publish(store, build_id, {COLUMN: cluster, COMPONENT_COLUMN: component}, ids, result)
     if progress:
         say(f"near-dups: {result['clusters']:,} clusters hold {named:,} of {rows:,} rows, "
-            f"{result['components']:,} components {result['rows_in_components']:,} ({result['seconds']:.1f} s)")
+            f"{result['components']:,} components hold {result['rows_in_components']:,} ({result['seconds']:.1f} s)")
     return result
 
 
