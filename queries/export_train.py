@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 
 from common.errors import TlxError
 from queries.db import connect
+from queries.neardup.views import clustered
 from queries.store import LOCATION_COLUMNS, Store, StoreError, replace_file
 
 REASONS = ("test_problem_key", "test_kernelbench_name", "near_copy_of_test", "near_copy_folded")
@@ -44,9 +45,8 @@ class TrainExport:
 def train_export(store: Path | str, holdout_groups: list[str] | None = None,
                  representative: bool = True) -> TrainExport:
     """The leakage-free training rows of `store` against test's `holdout_groups` (None: all)."""
-    done = (Store(store).meta.near_dups or {}).get("done")
-    if not done:
-        raise TrainExportError(f"{store}: no near-duplicate clusters yet, so near-copies of test rows cannot be "
+    if not clustered(store):
+        raise TrainExportError(f"{store}: no near-duplicate components yet, so near-copies of test rows cannot be "
                                f"left out; run `python -m queries near-dups --store {store}` first")
     db = connect(store)
     known = set(db.run("SELECT DISTINCT holdout_group FROM programs WHERE split = 'test' "

@@ -124,11 +124,12 @@ def test_a_store_built_before_the_column_reads_it_as_null_and_still_connects(sto
     old = tmp_path / "old"
     shutil.copytree(store, old)
     index = pq.read_table(old / INDEX_FILE)
-    pq.write_table(index.drop_columns([COLUMN]), old / INDEX_FILE)
+    pq.write_table(index.drop_columns([COLUMN, COMPONENT_COLUMN]), old / INDEX_FILE)
     meta = json.loads((old / "meta.json").read_text())
     meta.pop("near_dups")
     (old / "meta.json").write_text(json.dumps(meta))
-    assert Store(old).read_index([COLUMN])[COLUMN].null_count == index.num_rows
+    for column in (COLUMN, COMPONENT_COLUMN):
+        assert Store(old).read_index([column])[column].null_count == index.num_rows
     got = connect(old).run("SELECT count(*) AS n, count(near_dup_cluster) AS named FROM programs").to_pylist()
     assert got == [{"n": index.num_rows, "named": 0}]
     from queries.export_train import TrainExportError, train_export
@@ -261,3 +262,25 @@ def test_scoring_counts_a_chained_train_row_as_a_near_copy_in_train(chain_store,
     model = table[(table["group_kind"] == "test near-copies") & (table["method"] == "model")]
     assert dict(zip(model["group"], model["rows"], strict=True)) == {"test, with a near-copy in train": 1,
                                                                     "test, without a near-copy in train": 0}
+
+
+def test_a_store_clustered_before_components_is_not_exported_until_clustered_again(store, tmp_path):
+    """A run of the code before components left `near_dup_component` null: the export would keep near-copies of
+    test rows, so it refuses until near-dups runs again."""
+    import shutil
+
+    from queries.export_train import TrainExportError, train_export
+    from queries.neardup.views import clustered
+
+    old = tmp_path / "old"
+    shutil.copytree(store, old)
+    pq.write_table(pq.read_table(old / INDEX_FILE).drop_columns([COMPONENT_COLUMN]), old / INDEX_FILE)
+    meta = json.loads((old / "meta.json").read_text())
+    for key in ("components", "rows_in_components", "links"):
+        meta["near_dups"].pop(key)
+    (old / "meta.json").write_text(json.dumps(meta))
+    assert not clustered(old)
+    with pytest.raises(TrainExportError, match="near-dups"):
+        train_export(old)
+    near_dups(old, workers=1, progress=False)
+    assert clustered(old) and reasons(train_export(old))["train/000004"] == "near_copy_of_test"
