@@ -21,8 +21,9 @@ st.caption("A file of predictions (Parquet, CSV or JSON Lines) with `id` (a row 
            "per problem over rows with a label and averaged over problems; AUROC says how well `p_correct` tells "
            "rows with a label from failed ones. Baselines are scored the same way: random (fixed seed), program "
            "length and number of kernels (shorter / fewer = predicted faster and likelier correct).")
-st.caption("Test rows are also scored apart by whether a near-copy of theirs (same near-duplicate cluster) is in "
-           "train (`by` test near-copies): a model may have learned those from training data.")
+st.caption("Test rows are also scored apart by whether a near-copy of theirs (directly or through a chain of "
+           "near-copies: same near-duplicate component) is in train (`by` test near-copies): a model may have "
+           "learned those from training data.")
 
 upload = st.file_uploader("Predictions file", type=["parquet", "csv", "jsonl", "ndjson", "json"], key="score_file")
 path = "" if cfg.read_only else widgets.text_param("…or a path on this server", "path", key="score_path",

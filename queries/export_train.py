@@ -2,7 +2,8 @@
 page.
 
 Train rows are left out when their problem is a test problem (by problem key, and by KernelBench name for a
-reference written differently), when their near-duplicate cluster (queries/neardup/) holds a test row, and,
+reference written differently), when their near-duplicate component (queries/neardup/: near-copy links, chains
+included) holds a test row, and,
 when one representative per cluster is asked for, when another member of their cluster is kept (the fastest
 correct). The test rows are those of the chosen holdout groups (all by default). Rules: sql/export_train.sql.
 The report says how many rows each rule removed; the removed rows are listed with their reason.
@@ -22,10 +23,11 @@ import pyarrow.parquet as pq
 
 from common.errors import TlxError
 from queries.db import connect
+from queries.neardup.views import clustered
 from queries.store import LOCATION_COLUMNS, Store, StoreError, replace_file
 
 REASONS = ("test_problem_key", "test_kernelbench_name", "near_copy_of_test", "near_copy_folded")
-REMOVED_COLUMNS = ("id", "problem_key", "title", "near_dup_cluster", "removed_reason")
+REMOVED_COLUMNS = ("id", "problem_key", "title", "near_dup_cluster", "near_dup_component", "removed_reason")
 WRITE_ROWS = 2048  # rows whose code is read and written at a time
 
 
@@ -43,9 +45,8 @@ class TrainExport:
 def train_export(store: Path | str, holdout_groups: list[str] | None = None,
                  representative: bool = True) -> TrainExport:
     """The leakage-free training rows of `store` against test's `holdout_groups` (None: all)."""
-    done = (Store(store).meta.near_dups or {}).get("done")
-    if not done:
-        raise TrainExportError(f"{store}: no near-duplicate clusters yet, so near-copies of test rows cannot be "
+    if not clustered(store):
+        raise TrainExportError(f"{store}: no near-duplicate components yet, so near-copies of test rows cannot be "
                                f"left out; run `python -m queries near-dups --store {store}` first")
     db = connect(store)
     known = set(db.run("SELECT DISTINCT holdout_group FROM programs WHERE split = 'test' "

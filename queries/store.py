@@ -35,7 +35,7 @@ SEARCH_INDEX_VERSION = 3  # of the files under SEARCH_DIR (3: lines or trigrams 
 SEARCH_INDEX_READ = (2, 3)  # the versions read (2: lines in every shard, the same files); another is not read
 LOCATION_COLUMNS = ("code_shard", "code_rg")  # where a row's text is: code part, row group within it
 # columns a store of this schema version may lack (built before them): readers treat them as "not checked"
-OPTIONAL_COLUMNS = ("static_flags", "near_dup_cluster")
+OPTIONAL_COLUMNS = ("static_flags", "near_dup_cluster", "near_dup_component")
 READ_THREADS = 2  # row groups read at once by `Store.programs`
 READ_AHEAD = 8  # row groups read ahead of the caller by `Store.programs` (bounds memory)
 
@@ -49,6 +49,7 @@ INDEX_SCHEMA = pa.schema([
     ("n_chars", pa.int64()), ("ref_chars", pa.int64()), ("cand_chars", pa.int64()),
     ("program_sha256", pa.string()), ("code_shard", pa.int32()), ("code_rg", pa.int32()),
     ("near_dup_cluster", pa.string()),  # queries/neardup/command.py; null until it runs, or no near-copy
+    ("near_dup_component", pa.string()),  # the same; near-copy links chained (what the training export keeps whole)
 ])
 CODE_SCHEMA = pa.schema([("id", pa.string()), ("x", pa.string())])
 

@@ -3,13 +3,17 @@
     python scripts/bench_ingest.py CORPUS_DIR [--store DIR] [--workers N] [--steps floor,copy,read,ingest] [--keep]
 
 Each step runs in its own subprocess. Peak RSS: that of its largest process (os.wait4's rusage), and the peak of
-the sum over all its processes (sampled from /proc twice a second). CPU seconds (user + system): os.wait4's,
+the sum over all its processes (sampled from /proc twice a second); peak PSS: the peak of the sum over all its
+processes of their PSS (/proc/PID/smaps_rollup, sampled with the RSS: a page shared by several processes counts
+once in all, where the RSS sum counts it in each). CPU seconds (user + system): os.wait4's,
 plus those of the worker processes a forkserver started (sampled; wait4 never sees them). CPU seconds do not
 grow when other work shares the cores; wall seconds do, so the load average at the start and end is printed too. Steps: `duckdb floor` (SELECT sum(length(x))),
 `copy` (DuckDB reads `x` and writes it back as zstd Parquet, nothing else: the least any ingest that keeps the
 programs in its own store can cost), `read` (the Python streaming reader ingest falls back to, no parsing,
 no writing), `ingest` (stage 1, `python -m queries ingest --no-syntax-check`: the time to a usable store) and
-`syntax` (stage 2, `python -m queries check-syntax`), `neardup` (`python -m queries near-dups`, the clusters). Prints a Markdown table with the machine, the date and the command.
+`syntax` (stage 2, `python -m queries check-syntax`), `neardup` (`python -m queries near-dups`, the clusters, with
+its progress lines, the last of which are printed under the table). Prints a Markdown table with the machine, the
+date and the command.
 """
 
 from __future__ import annotations
@@ -63,13 +67,13 @@ print(chars)
 
 
 class _TreeSampler(threading.Thread):
-    """Samples /proc twice a second for the processes below `root`: their summed RSS (peak kept) and the CPU time
-    of those a forkserver started (worker processes that `root` never waits for, so wait4 misses them)."""
+    """Samples /proc twice a second for the processes below `root`: their summed RSS and PSS (peaks kept) and the
+    CPU time of those a forkserver started (worker processes that `root` never waits for, so wait4 misses them)."""
 
     def __init__(self, root: int):
         super().__init__(daemon=True)
         self.root, self.stop = root, threading.Event()
-        self.peak_tree_mb = 0.0
+        self.peak_tree_mb = self.peak_pss_mb = 0.0
         self.forked_cpu: dict[int, float] = {}  # pid -> its own user + system seconds, last seen
 
     def run(self) -> None:
@@ -92,10 +96,20 @@ class _TreeSampler(threading.Thread):
                 tree.add(pid)
                 frontier += [p for p, s in stats.items() if s[0] == pid and p not in tree]
             self.peak_tree_mb = max(self.peak_tree_mb, sum(stats[p][2] for p in tree if p in stats) / 2**20)
+            self.peak_pss_mb = max(self.peak_pss_mb, sum(_pss(p) for p in tree) / 2**20)
             for pid in tree:
                 parent = stats.get(stats[pid][0]) if pid in stats else None
                 if pid in stats and (stats[pid][3] or (parent is not None and parent[3])):
                     self.forked_cpu[pid] = stats[pid][1]
+
+
+def _pss(pid: int) -> int:
+    """The process's PSS in bytes (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            return next((int(line.split()[1]) * 1024 for line in fh if line.startswith("Pss:")), 0)
+    except OSError:
+        return 0
 
 
 def _run(label: str, argv: list[str]) -> dict:
@@ -113,7 +127,7 @@ def _run(label: str, argv: list[str]) -> dict:
         sys.exit(f"{label} failed:\n{stderr[-3000:]}")
     cpu = usage.ru_utime + usage.ru_stime + sum(sampler.forked_cpu.values())
     return {"step": label, "wall_s": wall, "cpu_s": cpu, "peak_mb": usage.ru_maxrss / 1024,  # ru_maxrss: KiB
-            "tree_mb": sampler.peak_tree_mb}
+            "tree_mb": sampler.peak_tree_mb, "pss_mb": sampler.peak_pss_mb, "stderr": stderr}
 
 
 def main() -> None:
@@ -140,7 +154,7 @@ def main() -> None:
              "ingest": [("ingest stage 1: usable store", stage1 + workers)],
              "syntax": [("ingest stage 2: syntax check", stage2 + workers)],
              "neardup": [("near-duplicate clusters", [py, "-m", "queries", "near-dups", "--store", str(args.store),
-                                                      "--quiet", *workers])]}
+                                                      *workers])]}
     wanted = ["floor", *(s for s in args.steps.split(",") if s != "floor")]  # the floor is the yardstick
     load_before = os.getloadavg()[0]
     results = [_run(label, argv) for name in wanted for label, argv in steps[name]]
@@ -152,11 +166,15 @@ def main() -> None:
           f"RAM {mem_gb:.0f} GiB, load average {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
     print(f"corpus {args.corpus}: {len(files)} files, {rows:,} rows, {groups} row groups, {size / 1e6:,.0f} MB")
     print(f"command: {' '.join([Path(py).name, *sys.argv])}\n")
-    print("| step | wall s | CPU s | rows/s | × floor | peak RSS MB (largest process / all) |\n"
-          "|---|---:|---:|---:|---:|---:|")
+    print("| step | wall s | CPU s | rows/s | × floor | peak RSS MB (largest process / all) | peak PSS MB (all) |\n"
+          "|---|---:|---:|---:|---:|---:|---:|")
     for r in results:
         print(f"| {r['step']} | {r['wall_s']:,.1f} | {r['cpu_s']:,.1f} | {rows / r['wall_s']:,.0f} "
-              f"| {r['wall_s'] / floor:,.1f} | {r['peak_mb']:,.0f} / {r['tree_mb']:,.0f} |")
+              f"| {r['wall_s'] / floor:,.1f} | {r['peak_mb']:,.0f} / {r['tree_mb']:,.0f} | {r['pss_mb']:,.0f} |")
+    for r in results:
+        if r["step"] == "near-duplicate clusters":
+            lines = r["stderr"].replace("\r", "\n").splitlines()
+            print(f"\n{r['step']}, its progress (last lines):\n" + "\n".join(f"    {line}" for line in lines[-12:]))
 
 
 if __name__ == "__main__":

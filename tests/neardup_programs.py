@@ -1,5 +1,6 @@
 """Candidate parts for the near-duplicate tests: a base Triton program, its near-copies (renamed, re-commented,
-a constant changed) and programs that do something else; a store built of them (`build_neardup_store`)."""
+a constant changed), programs that do something else, and a chain (A ~ B ~ C, A and C not alike); a store built of
+them (`build_neardup_store`, `build_store`)."""
 
 from __future__ import annotations
 
@@ -193,6 +194,23 @@ class ModelNew(nn.Module):
 DISTINCT["cumsum"] = CUMSUM
 
 
+_OPS = ["exp", "log", "sqrt", "abs", "sigmoid", "cos", "sin", "floor", "ceil", "erf", "rsqrt", "exp2", "log2",
+        "maximum", "minimum", "where", "fma", "cdiv", "umulhi", "clamp", "div_rn", "sqrt_rn", "softmax", "cumsum",
+        "cumprod", "argmax", "argmin", "flip", "ravel", "sort"]
+
+
+def _chained(versions: list[int]) -> str:
+    """A kernel of one line per entry of `versions`; a line's version changes its function and every number."""
+    lines = [f"    v = tl.{_OPS[(k + 7 * v) % len(_OPS)]}(v * {(k + 100 * v) * 7 + 3}, {(k + 100 * v) * 13 + 5}) "
+             f"+ {k + 100 * v}\n" for k, v in enumerate(versions)]
+    return ("import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef chained(src, dst):\n"
+            "    v = tl.load(src)\n" + "".join(lines) + "    tl.store(dst, v)\n")
+
+
+# A ~ B ~ C: B is A with 3 of 20 lines changed, C is B with 3 more changed (Jaccard A-B 0.79, B-C 0.78, A-C 0.61)
+CHAIN = [_chained([0] * 20), _chained([1] * 3 + [0] * 17), _chained([1] * 3 + [2] * 3 + [0] * 14)]
+
+
 def reference(name: str, n: int) -> str:
     return REFERENCE.format(doc=f"Problem {name}.", expr="x", n=n)
 
@@ -215,18 +233,24 @@ SIZES = {"add": 16, "soft": 24, "mm": 32, "kbtrain": 40, "other": 48, "kbtest": 
 KB_NAME = "L1 40_LayerNorm"
 
 
-def build_neardup_store(folder: Path) -> Path:
-    """TRAIN and TEST ingested into `folder/store` (clusters included), two references given one KernelBench name."""
+def build_store(folder: Path, train: list[tuple], test: list[tuple], sizes: dict[str, int]) -> Path:
+    """`train` and `test` rows (as TRAIN and TEST) ingested into `folder/store`, clusters included."""
     from queries.ingest import ingest
 
-    pq.write_table(pa.table({"x": [reference(p, SIZES[p]) + c for p, c, _ in TRAIN],
-                             "y": pa.array([y for *_, y in TRAIN], pa.float64())}), folder / "train.parquet")
-    pq.write_table(pa.table({"x": [reference(p, SIZES[p]) + c for p, c, *_ in TEST],
-                             "y": pa.array([r[2] for r in TEST], pa.float64()),
-                             "problem_id": [r[3] for r in TEST], "holdout_group": [r[4] for r in TEST]}),
+    pq.write_table(pa.table({"x": [reference(p, sizes[p]) + c for p, c, _ in train],
+                             "y": pa.array([y for *_, y in train], pa.float64())}), folder / "train.parquet")
+    pq.write_table(pa.table({"x": [reference(p, sizes[p]) + c for p, c, *_ in test],
+                             "y": pa.array([r[2] for r in test], pa.float64()),
+                             "problem_id": [r[3] for r in test], "holdout_group": [r[4] for r in test]}),
                    folder / "test.parquet")
     path = folder / "store"
     ingest([str(folder / "train.parquet"), str(folder / "test.parquet")], path, progress=False, workers=1)
+    return path
+
+
+def build_neardup_store(folder: Path) -> Path:
+    """TRAIN and TEST ingested into `folder/store` (clusters included), two references given one KernelBench name."""
+    path = build_store(folder, TRAIN, TEST, SIZES)
     # two references of one KernelBench problem written differently: give both keys its name
     index = pq.read_table(path / INDEX_FILE)
     kb = pc.is_in(index["id"], pa.array(["train/000006", "test/000002"]))

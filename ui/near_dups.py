@@ -16,8 +16,8 @@ from ui import links, widgets
 from ui.text import md, md_code
 
 HOW = ("Near-copies: candidate parts whose token 5-grams (comments, whitespace and local names aside) are ≥ 70% "
-       "alike (Jaccard, by MinHash + LSH; `--threshold` changes it), chained into clusters "
-       "(`python -m queries near-dups`).")
+       "alike (Jaccard, found by MinHash + LSH; `--threshold` changes it); every two rows of a cluster are "
+       "near-copies (`python -m queries near-dups`).")
 NOT_RUN = "This store has no near-duplicate clusters yet: `python -m queries near-dups --store {store}` finds them."
 
 
@@ -79,8 +79,8 @@ def train_export(store: Path, holdout_groups: list[str]) -> None:
     """The Export page's training set without leaks (`python -m queries export-train`)."""
     st.subheader("Training set without leaks")
     st.caption("Train rows, less those whose problem is a test problem (by problem key and by KernelBench name), "
-               "those in a near-duplicate cluster with a test row, and (unless all members are kept) all but the "
-               "fastest correct row of each cluster. The same as `python -m queries export-train --store "
+               "those linked to a test row by near-copies, directly or through a chain of them (one near-duplicate "
+               "component), and (unless all members are kept) all but the fastest correct row of each cluster. The same as `python -m queries export-train --store "
                f"{md(store)} --out FILE.parquet`, which also writes the program text.")
     if not api.clustered(store):
         st.info(md(NOT_RUN.format(store=store)))

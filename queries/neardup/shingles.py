@@ -66,16 +66,23 @@ def shingle_hashes(toks: list[str]) -> np.ndarray:
     return np.unique((mixed >> np.uint64(32)) ^ (mixed & np.uint64(0xFFFFFFFF))).astype(np.uint32)
 
 
-def signature(candidate: str) -> tuple[bytes, np.ndarray | None]:
-    """(digest of the normalised token sequence, MinHash values: uint32[NUM_PERM], None when it has no token).
-    Equal digests mean equal normalised text, so such rows share a cluster without being compared."""
-    toks = tokens(candidate)
-    digest = hashlib.blake2b("\x00".join(toks).encode(), digest_size=16).digest()
-    if not toks:
-        return digest, None
+def digest(toks: list[str]) -> bytes:
+    """A digest of a normalised token sequence: equal digests mean equal normalised text."""
+    return hashlib.blake2b("\x00".join(toks).encode(), digest_size=16).digest()
+
+
+def sketch(toks: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(MinHash values: uint32[NUM_PERM], the shingle set: sorted distinct uint32 hashes) of tokens (not none)."""
+    hashes = shingle_hashes(toks)
     m = _TEMPLATE.copy()
-    m.update_batch(shingle_hashes(toks).tolist())
-    return digest, m.hashvalues.astype(np.uint32)
+    m.update_batch(hashes.tolist())
+    return m.hashvalues.astype(np.uint32), hashes
+
+
+def signature(candidate: str) -> tuple[bytes, np.ndarray | None, np.ndarray | None]:
+    """(digest, MinHash values, shingle set) of a candidate part; both None when it has no token."""
+    toks = tokens(candidate)
+    return (digest(toks), *sketch(toks)) if toks else (digest(toks), None, None)
 
 
 def jaccard(a: str, b: str) -> float:

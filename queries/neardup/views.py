@@ -14,8 +14,10 @@ MAX_LISTED = 200
 
 
 def clustered(store: Path | str) -> bool:
-    """Whether the store's clusters were computed (meta.json `near_dups.done`): without, every row reads null."""
-    return bool((Store(store).meta.near_dups or {}).get("done"))
+    """Whether the store's clusters and components were computed (meta.json `near_dups.done`, with `components`:
+    a run before components read every row's component as null): without, every row reads null."""
+    summary = Store(store).meta.near_dups or {}
+    return bool(summary.get("done")) and "components" in summary
 
 
 def problem_clusters(store: Path | str, problem_key: str, limit: int = MAX_LISTED) -> pa.Table:

@@ -34,6 +34,6 @@ SELECT id, split, row, source_file, problem_key,
        'text' AS parse_mode, NULL::VARCHAR[] AS static_flags,
        len(kernel_names) AS n_kernels, kernel_names, autotuned, candidate_key,
        n_chars, ref_chars, n_chars - ref_chars AS cand_chars, program_sha256, code_shard, code_rg,
-       NULL::VARCHAR AS near_dup_cluster
+       NULL::VARCHAR AS near_dup_cluster, NULL::VARCHAR AS near_dup_component
 FROM mapped
 ORDER BY id
