@@ -3,7 +3,9 @@
     python scripts/bench_ingest.py CORPUS_DIR [--store DIR] [--workers N] [--steps floor,copy,read,ingest] [--keep]
 
 Each step runs in its own subprocess. Peak RSS: that of its largest process (os.wait4's rusage), and the peak of
-the sum over all its processes (sampled from /proc twice a second). CPU seconds (user + system): os.wait4's,
+the sum over all its processes (sampled from /proc twice a second); peak PSS: the peak of the sum of its
+processes' proportional set sizes (`/proc/PID/smaps_rollup`, sampled with the RSS: pages shared between
+processes, such as the forkserver workers' libraries, counted once). CPU seconds (user + system): os.wait4's,
 plus those of the worker processes a forkserver started (sampled; wait4 never sees them). CPU seconds do not
 grow when other work shares the cores; wall seconds do, so the load average at the start and end is printed too. Steps: `duckdb floor` (SELECT sum(length(x))),
 `copy` (DuckDB reads `x` and writes it back as zstd Parquet, nothing else: the least any ingest that keeps the
@@ -70,6 +72,7 @@ class _TreeSampler(threading.Thread):
         super().__init__(daemon=True)
         self.root, self.stop = root, threading.Event()
         self.peak_tree_mb = 0.0
+        self.peak_pss_mb = 0.0  # the peak of the summed PSS (shared pages split between their processes)
         self.forked_cpu: dict[int, float] = {}  # pid -> its own user + system seconds, last seen
 
     def run(self) -> None:
@@ -92,10 +95,22 @@ class _TreeSampler(threading.Thread):
                 tree.add(pid)
                 frontier += [p for p, s in stats.items() if s[0] == pid and p not in tree]
             self.peak_tree_mb = max(self.peak_tree_mb, sum(stats[p][2] for p in tree if p in stats) / 2**20)
+            self.peak_pss_mb = max(self.peak_pss_mb, sum(_pss_kb(p) for p in tree) / 1024)
             for pid in tree:
                 parent = stats.get(stats[pid][0]) if pid in stats else None
                 if pid in stats and (stats[pid][3] or (parent is not None and parent[3])):
                     self.forked_cpu[pid] = stats[pid][1]
+
+
+def _pss_kb(pid: int) -> int:
+    """A process's proportional set size (KiB, from /proc/PID/smaps_rollup); 0 once it has gone."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def _run(label: str, argv: list[str]) -> dict:
@@ -113,7 +128,7 @@ def _run(label: str, argv: list[str]) -> dict:
         sys.exit(f"{label} failed:\n{stderr[-3000:]}")
     cpu = usage.ru_utime + usage.ru_stime + sum(sampler.forked_cpu.values())
     return {"step": label, "wall_s": wall, "cpu_s": cpu, "peak_mb": usage.ru_maxrss / 1024,  # ru_maxrss: KiB
-            "tree_mb": sampler.peak_tree_mb}
+            "tree_mb": sampler.peak_tree_mb, "pss_mb": sampler.peak_pss_mb}
 
 
 def main() -> None:
@@ -152,11 +167,11 @@ def main() -> None:
           f"RAM {mem_gb:.0f} GiB, load average {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
     print(f"corpus {args.corpus}: {len(files)} files, {rows:,} rows, {groups} row groups, {size / 1e6:,.0f} MB")
     print(f"command: {' '.join([Path(py).name, *sys.argv])}\n")
-    print("| step | wall s | CPU s | rows/s | × floor | peak RSS MB (largest process / all) |\n"
-          "|---|---:|---:|---:|---:|---:|")
+    print("| step | wall s | CPU s | rows/s | × floor | peak RSS MB (largest process / all) | peak PSS MB, all |\n"
+          "|---|---:|---:|---:|---:|---:|---:|")
     for r in results:
         print(f"| {r['step']} | {r['wall_s']:,.1f} | {r['cpu_s']:,.1f} | {rows / r['wall_s']:,.0f} "
-              f"| {r['wall_s'] / floor:,.1f} | {r['peak_mb']:,.0f} / {r['tree_mb']:,.0f} |")
+              f"| {r['wall_s'] / floor:,.1f} | {r['peak_mb']:,.0f} / {r['tree_mb']:,.0f} | {r['pss_mb']:,.0f} |")
 
 
 if __name__ == "__main__":
