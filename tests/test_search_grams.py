@@ -156,7 +156,7 @@ def test_pieces_are_lines_cut_at_words_one_text_holds():
     from queries.ingest.index_pieces import chunk_pieces
 
     texts = ["x_17 = tl.load(p_17)  # u1.0\nreturn x_17\n", "y_3 = tl.load(p_3)  # u2.0\nreturn y_3",
-             "ümlaut = tl.load(ümlaut)\n\n", "", "tl"]
+             "ümlaut = tl.load(ümlaut)\n\n", "", "tl", "tl.w_9"]
     data = np.frombuffer("".join(texts).encode(), np.uint8)
     offsets = np.cumsum([0] + [len(t.encode()) for t in texts]).astype(np.int64)
     pieces, pairs, words, word_pairs = chunk_pieces(data, offsets)
@@ -164,14 +164,13 @@ def test_pieces_are_lines_cut_at_words_one_text_holds():
     for pair in pairs.tolist():
         by_row.setdefault(pair & 0xFFFFFFFF, set()).add(pieces[pair >> 32].as_py())
     assert by_row == {0: {" = tl.load(", ")  # ", ".0", "return "}, 1: {" = tl.load(", ")  # ", ".0", "return "},
-                      2: {" = tl.load(", ")"}, 4: {"tl"}}  # `0` is in two texts: kept
+                      2: {" = tl.load(", ")"}, 4: {"tl"}, 5: {"tl."}}  # `0` is in two texts: kept
     for row, found in by_row.items():  # every piece is text of one of its row's lines
         assert all(any(p in line for line in texts[row].split("\n")) for p in found)
-    cut: dict[int, set[str]] = {}  # the words cut out, with the other bytes beside them on their line
+    cut: dict[int, set[str]] = {}  # the words cut out, after the `.` and word just before them
     for pair in word_pairs.tolist():
         cut.setdefault(pair & 0xFFFFFFFF, set()).add(words[pair >> 32].as_py())
-    assert cut == {0: {"x_17 = ", "(p_17)  # ", ")  # u1.", " x_17"}, 1: {"y_3 = ", "(p_3)  # ", ")  # u2.", " y_3"},
-                   2: {"ümlaut = ", "(ümlaut)"}}
+    assert cut == {0: {"x_17", "p_17", "u1"}, 1: {"y_3", "p_3", "u2"}, 2: {"ümlaut"}, 5: {"tl.w_9"}}
 
 
 def test_cut_words_leave_fewer_rows_to_read(mixed_store):
@@ -208,20 +207,23 @@ def test_the_cut_words_a_literal_could_lie_across():
     from queries.search.lines import matching_lines
     from queries.search.words import word_queries
 
-    contexts = ["x_17 = ", " randn_7(", ".randn_7(", "(my_torch.", ")  # u1.", "(torch_x.", "(p_17)  # ", "cumsum_3",
-                ".cumsum "]
-    lines = pa.array([c + "\n" for c in contexts], pa.string())
+    words = ["x_17", ".randn_7", "randn_7", "my_torch", ".my_torch", "cumsum_3", ".cumsum", "u1", "p_17",
+             "self.randn_9", "torch.randn_5", "tl.cumsum_2"]  # as kept: after a `.`, or after a word and a `.`
+    lines = pa.array([w + "\n" for w in words], pa.string())
 
     def overlapped(literal: str, fold: bool = False) -> tuple[list[str], list[str]]:
         containing, overlapping = word_queries(literal, fold)
-        found = [matching_lines(q, lines, False)[0].tolist() for q in [containing, *overlapping]]
-        return [contexts[i] for i in found[0]], sorted({contexts[i] for f in found[1:] for i in f})
+        found = [matching_lines(q, lines, False)[0].tolist() for q in [containing, overlapping] if q]
+        return [words[i] for i in found[0]], sorted({words[i] for f in found[1:] for i in f})
 
-    assert overlapped("torch.randn") == ([], ["(my_torch.", ".randn_7("])  # ` randn_7(` is not after a dot
-    assert overlapped("TORCH.RANDN", True) == ([], ["(my_torch.", ".randn_7("])
-    assert overlapped("randn_") == ([" randn_7(", ".randn_7("], [])  # within a word: a hit
-    assert overlapped("x.cumsum") == ([], ["(torch_x.", ".cumsum "])  # `cumsum_3` has no dot before it
-    assert overlapped("x.cumsum(") == ([], ["(torch_x."])  # `.cumsum ` has a space after it, not `(`
-    assert overlapped("17)  # u") == ([], ["(p_17)  # ", ")  # u1."])
+    assert overlapped("torch.randn") == (["torch.randn_5"], [".my_torch", "my_torch", "torch.randn_5"])  # a hit
+    assert overlapped("TORCH.RANDN", True) == (["torch.randn_5"], [".my_torch", "my_torch", "torch.randn_5"])
+    assert overlapped("ch.randn(") == ([], [".my_torch", "my_torch"])  # `randn` is all of a word: none here
+    assert overlapped("ch.randn") == (["torch.randn_5"], [".my_torch", "my_torch", "torch.randn_5"])  # no `self.`
+    assert overlapped("randn_") == ([".randn_7", "randn_7", "self.randn_9", "torch.randn_5"], [])  # hits
+    assert overlapped("tl.cumsum") == (["tl.cumsum_2"], ["tl.cumsum_2"])  # not `.cumsum`: no `tl` before it
+    assert overlapped(").cumsum(") == ([], [".cumsum"])  # all of a word after a `.` that is not alone
+    assert overlapped(".randn") == ([".randn_7", "self.randn_9", "torch.randn_5"],) * 2
+    assert overlapped("17)  # u") == ([], ["p_17", "u1", "x_17"])
     assert overlapped(" = (") == ([], [])  # no word: in no cut word
-    assert overlapped("u1.0") == ([], [")  # u1."])
+    assert overlapped("u1.0") == ([], ["u1"])

@@ -9,9 +9,10 @@ piece holds a literal holds it (the search index's `pieces` of a trigram part: e
 crosses a cut is in no piece, and is found by the trigrams (its rows read). Any rule of cutting keeps that true:
 this one only decides how often pieces repeat.
 
-The words cut out are kept too, each with the runs of other bytes on either side of it within its line (its
-`context`: ` = x_17(`): a literal found in no piece lies across one of them, and which ones it could lie across
-its text tells (`queries/search/words.py`), so only the rows holding those are read.
+The words cut out are kept too, each after a `.` where one is just before it, and after the word before that
+`.` where the `.` alone lies between them (an attribute: `self.x_17`, `).x_17`; all the other bytes beside a word
+made these 5x as large): a literal found in no piece lies across one of them, and which ones
+it could lie across its text tells (`queries/search/words.py`), so only the rows holding those are read.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pyarrow.compute as pc
 from queries.ingest.index_lines import NEWLINE
 from queries.ingest.index_segments import distinct_sorted
 
+DOT = ord(".")
 _WORD = np.zeros(256, bool)
 _WORD[[*range(ord("0"), ord("9") + 1), *range(ord("A"), ord("Z") + 1), *range(ord("a"), ord("z") + 1),
        ord("_"), *range(0x80, 0x100)]] = True
@@ -31,8 +33,7 @@ _WORD[[*range(ord("0"), ord("9") + 1), *range(ord("A"), ord("Z") + 1), *range(or
 def chunk_pieces(data: np.ndarray, offsets: np.ndarray) -> tuple[pa.StringArray, np.ndarray, pa.StringArray,
                                                                  np.ndarray]:
     """The distinct pieces of the texts `data[offsets[i]:offsets[i + 1]]` (offsets from 0, int64, fewer than
-    2**31 bytes), and the sorted distinct (piece << 32 | text) pairs; the same of the words cut out, each in its
-    context."""
+    2**31 bytes), and the sorted distinct (piece << 32 | text) pairs; the same of the words cut out (`_dotted`)."""
     n = len(data)
     if n == 0:
         return pa.array([], pa.string()), np.empty(0, np.uint64), pa.array([], pa.string()), np.empty(0, np.uint64)
@@ -62,21 +63,22 @@ def chunk_pieces(data: np.ndarray, offsets: np.ndarray) -> tuple[pa.StringArray,
     pieces = pa.StringArray.from_buffers(len(piece_bounds) - 1, pa.py_buffer(piece_bounds.astype(np.int32)),
                                          pa.py_buffer(data)).filter(pa.array(is_piece))
     piece_row = row[np.flatnonzero(edge)[:-1]][is_piece].astype(np.uint64)
-    words = _in_context(data, bounds, row, is_word, newline[bounds[:-1]], np.flatnonzero(cut & is_word))
+    words = _dotted(data, offsets, bounds, row, is_word, np.flatnonzero(cut & is_word))
     return (*_distinct(pieces, piece_row), *_distinct(words, row[cut & is_word].astype(np.uint64)))
 
 
-def _in_context(data: np.ndarray, bounds: np.ndarray, row: np.ndarray, is_word: np.ndarray, is_newline: np.ndarray,
-                at: np.ndarray) -> pa.StringArray:
-    """The values `at` (words) each with the value before and after it where that is other bytes of its line."""
-    last = len(bounds) - 2  # the last value
-    before = np.maximum(at - 1, 0)
-    after = np.minimum(at + 1, last)
-    with_before = (at > 0) & ~is_word[before] & ~is_newline[before] & (row[before] == row[at])
-    with_after = (at < last) & ~is_word[after] & ~is_newline[after] & (row[after] == row[at])
-    starts = np.where(with_before, bounds[before], bounds[at]).astype(np.int64)
-    ends = np.where(with_after, bounds[after + 1], bounds[at + 1]).astype(np.int64)
-    lengths = ends - starts
+def _dotted(data: np.ndarray, offsets: np.ndarray, bounds: np.ndarray, row: np.ndarray, is_word: np.ndarray,
+            at: np.ndarray) -> pa.StringArray:
+    """The values `at` (words), each after the `.` just before it in its text, if any, and after the word before
+    that `.` where the `.` is all that lies between them (`torch.randn_7`, `).randn_7`, `randn_7`)."""
+    starts = bounds[at].astype(np.int64)
+    dotted = starts > offsets[row[at]]
+    dotted[dotted] = data[starts[dotted] - 1] == DOT
+    named = dotted & (at >= 2)  # the value before is the `.` alone, and the one before it a word of the text
+    before = np.maximum(at - 2, 0)
+    named &= (starts - bounds[np.maximum(at - 1, 0)] == 1) & is_word[before] & (row[before] == row[at])
+    starts = np.where(named, bounds[before], starts - dotted.astype(np.int64))
+    lengths = bounds[at + 1] - starts
     text_offsets = np.concatenate(([0], np.cumsum(lengths)))
     gather = np.arange(int(text_offsets[-1]), dtype=np.int64) + np.repeat(starts - text_offsets[:-1], lengths)
     return pa.StringArray.from_buffers(len(at), pa.py_buffer(text_offsets.astype(np.int32)),

@@ -196,11 +196,11 @@ class SearchIndex:
 
 def _words(query: LineQuery, undecided: np.ndarray) -> list[LineQuery]:
     """A literal search's queries over a trigram part's cut words (`words.word_queries`: those holding it, then
-    those it could lie across), where the part has rows it has not decided; none for any other query."""
+    those it could lie across, if any), where the part has rows it has not decided; none for any other query."""
     if not query.text or not undecided.any():
         return []
     containing, overlapping = word_queries(query.text, not query.literal)
-    return [containing, *overlapping]
+    return [containing] + ([overlapping] if overlapping else [])
 
 
 def _rows_of(lines: np.ndarray, offsets: np.ndarray, postings: np.ndarray) -> np.ndarray:
