@@ -31,11 +31,11 @@ one is chosen per shard, in `STRUCTURE`'s two steps, and said in index.json (and
 - else merged, and the distinct lines over `LINE_SHARE` of the shard's candidate bytes (and over `SMALL_LINES`):
   trigrams, the merge dropped.
 A trigram shard also gets its pieces (`index_pieces.py`: its lines cut at words one text holds, in the lines'
-format: `part-NNNNN.pieces.arrow`, `piece_offsets.npy`, `piece_postings.npy`) and the words cut out, each in its
-context (`part-NNNNN.words.arrow`, `word_offsets.npy`, `word_postings.npy`), unless what its chunks spilled of
-them is over `index_build_mb` / `PIECES_MERGE_FACTOR`. So a worker's memory is bounded by `index_build_mb`
-(TLX_INDEX_BUILD_MB) whatever the text: the line merge only below it, the trigram build spilling its keys and
-pieces to the build folder.
+format: `part-NNNNN.pieces.arrow`, `piece_offsets.npy`, `piece_postings.npy`) and the words cut out, as attributes
+where they are (`part-NNNNN.words.arrow`, `word_offsets.npy`, `word_postings.npy`), unless what its chunks spilled
+of them is over `index_build_mb` / `PIECES_MERGE_FACTOR`. So a worker's memory is bounded by `index_build_mb`
+(TLX_INDEX_BUILD_MB) whatever the text: the line merge only below it, the trigram build spilling its keys and pieces
+to the build folder.
 """
 
 from __future__ import annotations
