@@ -133,7 +133,7 @@ def test_a_small_budget_spills_more_chunks_for_the_same_index(tmp_path, monkeypa
         folder = tmp_path / str(budget)
         _code_part(folder, texts, 100)
         grams, pieces = index_grams.index_part_grams(folder, 0, budget, 1 << 30)
-        assert grams > 100 and len(pieces) == chunks[-1]  # a pieces file per chunk, left to the caller
+        assert grams > 100 and len(pieces) == 2 * chunks[-1]  # pieces and words files per chunk, for the caller
         for path in pieces:
             path.unlink()
         assert not list((folder / index_grams.SPILL_DIR).iterdir())  # the keys' spill file went once merged
@@ -156,14 +156,74 @@ def test_pieces_are_lines_cut_at_words_one_text_holds():
     from queries.ingest.index_pieces import chunk_pieces
 
     texts = ["x_17 = tl.load(p_17)  # u1.0\nreturn x_17\n", "y_3 = tl.load(p_3)  # u2.0\nreturn y_3",
-             "ümlaut = tl.load(ümlaut)\n\n", "", "tl"]
+             "ümlaut = tl.load(ümlaut)\n\n", "", "tl", "tl.w_9"]
     data = np.frombuffer("".join(texts).encode(), np.uint8)
     offsets = np.cumsum([0] + [len(t.encode()) for t in texts]).astype(np.int64)
-    pieces, pairs = chunk_pieces(data, offsets)
+    pieces, pairs, words, word_pairs = chunk_pieces(data, offsets)
     by_row: dict[int, set[str]] = {}
     for pair in pairs.tolist():
         by_row.setdefault(pair & 0xFFFFFFFF, set()).add(pieces[pair >> 32].as_py())
     assert by_row == {0: {" = tl.load(", ")  # ", ".0", "return "}, 1: {" = tl.load(", ")  # ", ".0", "return "},
-                      2: {" = tl.load(", ")"}, 4: {"tl"}}  # `0` is in two texts: kept
+                      2: {" = tl.load(", ")"}, 4: {"tl"}, 5: {"tl."}}  # `0` is in two texts: kept
     for row, found in by_row.items():  # every piece is text of one of its row's lines
         assert all(any(p in line for line in texts[row].split("\n")) for p in found)
+    cut: dict[int, set[str]] = {}  # the words cut out, after the `.` and word just before them
+    for pair in word_pairs.tolist():
+        cut.setdefault(pair & 0xFFFFFFFF, set()).add(words[pair >> 32].as_py())
+    assert cut == {0: {"x_17", "p_17", "u1"}, 1: {"y_3", "p_3", "u2"}, 2: {"ümlaut"}, 5: {"tl.w_9"}}
+
+
+def test_cut_words_leave_fewer_rows_to_read(mixed_store):
+    """Of the rows whose trigrams a literal holds that no piece decided, only those with a cut word it could lie
+    across are read (`queries/search/words.py`); a literal within a cut word is a hit, read nowhere. The answer
+    is a full scan's either way."""
+    from queries.search.index import open_index
+    from queries.search.lines import literal_query
+
+    ids, texts, ref_chars = _programs(mixed_store)
+    index = open_index(mixed_store)
+    literals = [p for p in _patterns(texts.to_pylist(), ref_chars, 80, 9) if "\n" not in p and len(p) >= 4]
+    literals += ["torch.randn", "tl.cumsum", "libdevice", "tl.program_id(1)", "num_warps=8", "tl.sum("]
+    queries = [literal_query(p, fold) for p in literals for fold in (False, True)]
+    with_words = index.rows_with_lines(queries)
+    shards, index.word_shards = index.word_shards, []
+    try:
+        without = index.rows_with_lines(queries)
+    finally:
+        index.word_shards = shards
+    assert shards == [1, 3]
+    read = [int(may.sum()) for _, may in with_words]
+    read_before = [int(may.sum()) for _, may in without]
+    assert all(a <= b for a, b in zip(read, read_before, strict=True))
+    assert sum(read) * 4 < sum(read_before) * 3  # 14,089 of 21,584 (random substrings of programs)
+    for (hit, may), (hit_before, may_before) in zip(with_words, without, strict=True):
+        assert not (hit & may).any() and (hit_before <= hit).all() and (hit | may <= hit_before | may_before).all()
+    for pattern in literals:
+        _check(mixed_store, ids, texts, pattern)
+        _check(mixed_store, ids, texts, pattern.upper(), ignore_case=True)
+
+
+def test_the_cut_words_a_literal_could_lie_across():
+    from queries.search.lines import matching_lines
+    from queries.search.words import word_queries
+
+    words = ["x_17", ".randn_7", "randn_7", "my_torch", ".my_torch", "cumsum_3", ".cumsum", "u1", "p_17",
+             "self.randn_9", "torch.randn_5", "tl.cumsum_2"]  # as kept: after a `.`, or after a word and a `.`
+    lines = pa.array([w + "\n" for w in words], pa.string())
+
+    def overlapped(literal: str, fold: bool = False) -> tuple[list[str], list[str]]:
+        containing, overlapping = word_queries(literal, fold)
+        found = [matching_lines(q, lines, False)[0].tolist() for q in [containing, overlapping] if q]
+        return [words[i] for i in found[0]], sorted({words[i] for f in found[1:] for i in f})
+
+    assert overlapped("torch.randn") == (["torch.randn_5"], [".my_torch", "my_torch", "torch.randn_5"])  # a hit
+    assert overlapped("TORCH.RANDN", True) == (["torch.randn_5"], [".my_torch", "my_torch", "torch.randn_5"])
+    assert overlapped("ch.randn(") == ([], [".my_torch", "my_torch"])  # `randn` is all of a word: none here
+    assert overlapped("ch.randn") == (["torch.randn_5"], [".my_torch", "my_torch", "torch.randn_5"])  # no `self.`
+    assert overlapped("randn_") == ([".randn_7", "randn_7", "self.randn_9", "torch.randn_5"], [])  # hits
+    assert overlapped("tl.cumsum") == (["tl.cumsum_2"], ["tl.cumsum_2"])  # not `.cumsum`: no `tl` before it
+    assert overlapped(").cumsum(") == ([], [".cumsum"])  # all of a word after a `.` that is not alone
+    assert overlapped(".randn") == ([".randn_7", "self.randn_9", "torch.randn_5"],) * 2
+    assert overlapped("17)  # u") == ([], ["p_17", "u1", "x_17"])
+    assert overlapped(" = (") == ([], [])  # no word: in no cut word
+    assert overlapped("u1.0") == ([], ["u1"])

@@ -52,8 +52,8 @@ BYTES_PER_KEY = 64  # the merge's peak memory per key of a range (rows, trigrams
 
 def index_part_grams(folder: Path, shard: int, budget_bytes: int, piece_bytes: int) -> tuple[int, list[Path]]:
     """Write code part `shard`'s trigram index under `folder/search/`; returns its distinct trigrams, and the
-    spill files of its chunks' pieces (`index_pieces.py`, as `spill_pieces` writes them; none once they pass
-    `piece_bytes`), which the caller merges and removes."""
+    spill files of its chunks' pieces and cut words (`index_pieces.py`, as `spill_pieces` writes them, a chunk's
+    pieces then its words; none once they pass `piece_bytes`), which the caller merges and removes."""
     spill = Path(folder) / SPILL_DIR / f"part-{shard:05d}.keys"
     spill.parent.mkdir(exist_ok=True)
     try:
@@ -115,9 +115,12 @@ def _spill_keys(folder: Path, shard: int, spill: Path, chunk_bytes: int,
             keys = _keys(data, offsets)
             keys.tofile(out)
             if pieces is not None:
-                path = spill.with_name(f"{spill.stem}-{len(chunks):05d}.pieces")
-                spilled_pieces += spill_pieces(path, *chunk_pieces(data, offsets), first_row)
-                pieces.append(path)
+                found = chunk_pieces(data, offsets)
+                for kind, at in (("pieces", 0), ("words", 2)):
+                    path = spill.with_name(f"{spill.stem}-{len(chunks):05d}.{kind}")
+                    spilled_pieces += spill_pieces(path, found[at], found[at + 1], first_row)
+                    pieces.append(path)
+                del found
                 if spilled_pieces > piece_bytes:  # what the merge would hold: the part gets no pieces
                     for spilled in pieces:
                         spilled.unlink()

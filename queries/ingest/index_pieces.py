@@ -8,6 +8,11 @@ newlines; what is left of each line, its pieces, repeats. Every piece is text of
 piece holds a literal holds it (the search index's `pieces` of a trigram part: exact positives); a literal that
 crosses a cut is in no piece, and is found by the trigrams (its rows read). Any rule of cutting keeps that true:
 this one only decides how often pieces repeat.
+
+The words cut out are kept too, each after a `.` where one is just before it, and after the word before that
+`.` where the `.` alone lies between them (an attribute: `self.x_17`, `).x_17`; all the other bytes beside a word
+made these 5x as large): a literal found in no piece lies across one of them, and which ones
+it could lie across its text tells (`queries/search/words.py`), so only the rows holding those are read.
 """
 
 from __future__ import annotations
@@ -19,17 +24,19 @@ import pyarrow.compute as pc
 from queries.ingest.index_lines import NEWLINE
 from queries.ingest.index_segments import distinct_sorted
 
+DOT = ord(".")
 _WORD = np.zeros(256, bool)
 _WORD[[*range(ord("0"), ord("9") + 1), *range(ord("A"), ord("Z") + 1), *range(ord("a"), ord("z") + 1),
        ord("_"), *range(0x80, 0x100)]] = True
 
 
-def chunk_pieces(data: np.ndarray, offsets: np.ndarray) -> tuple[pa.StringArray, np.ndarray]:
+def chunk_pieces(data: np.ndarray, offsets: np.ndarray) -> tuple[pa.StringArray, np.ndarray, pa.StringArray,
+                                                                 np.ndarray]:
     """The distinct pieces of the texts `data[offsets[i]:offsets[i + 1]]` (offsets from 0, int64, fewer than
-    2**31 bytes), and the sorted distinct (piece << 32 | text) pairs."""
+    2**31 bytes), and the sorted distinct (piece << 32 | text) pairs; the same of the words cut out (`_dotted`)."""
     n = len(data)
     if n == 0:
-        return pa.array([], pa.string()), np.empty(0, np.uint64)
+        return pa.array([], pa.string()), np.empty(0, np.uint64), pa.array([], pa.string()), np.empty(0, np.uint64)
     word = _WORD[data]
     newline = data == NEWLINE
     # values: runs of word bytes, runs of other bytes, each newline alone, never across a text's end
@@ -56,6 +63,30 @@ def chunk_pieces(data: np.ndarray, offsets: np.ndarray) -> tuple[pa.StringArray,
     pieces = pa.StringArray.from_buffers(len(piece_bounds) - 1, pa.py_buffer(piece_bounds.astype(np.int32)),
                                          pa.py_buffer(data)).filter(pa.array(is_piece))
     piece_row = row[np.flatnonzero(edge)[:-1]][is_piece].astype(np.uint64)
-    encoded = pc.dictionary_encode(pieces)
-    piece_ids = encoded.indices.to_numpy().astype(np.uint64)
-    return encoded.dictionary, distinct_sorted((piece_ids << np.uint64(32)) | piece_row)
+    words = _dotted(data, offsets, bounds, row, is_word, np.flatnonzero(cut & is_word))
+    return (*_distinct(pieces, piece_row), *_distinct(words, row[cut & is_word].astype(np.uint64)))
+
+
+def _dotted(data: np.ndarray, offsets: np.ndarray, bounds: np.ndarray, row: np.ndarray, is_word: np.ndarray,
+            at: np.ndarray) -> pa.StringArray:
+    """The values `at` (words), each after the `.` just before it in its text, if any, and after the word before
+    that `.` where the `.` is all that lies between them (`torch.randn_7`, `).randn_7`, `randn_7`)."""
+    starts = bounds[at].astype(np.int64)
+    dotted = starts > offsets[row[at]]
+    dotted[dotted] = data[starts[dotted] - 1] == DOT
+    named = dotted & (at >= 2)  # the value before is the `.` alone, and the one before it a word of the text
+    before = np.maximum(at - 2, 0)
+    named &= (starts - bounds[np.maximum(at - 1, 0)] == 1) & is_word[before] & (row[before] == row[at])
+    starts = np.where(named, bounds[before], starts - dotted.astype(np.int64))
+    lengths = bounds[at + 1] - starts
+    text_offsets = np.concatenate(([0], np.cumsum(lengths)))
+    gather = np.arange(int(text_offsets[-1]), dtype=np.int64) + np.repeat(starts - text_offsets[:-1], lengths)
+    return pa.StringArray.from_buffers(len(at), pa.py_buffer(text_offsets.astype(np.int32)),
+                                       pa.py_buffer(data[gather]))
+
+
+def _distinct(texts: pa.StringArray, rows: np.ndarray) -> tuple[pa.StringArray, np.ndarray]:
+    """The distinct texts, and the sorted distinct (text << 32 | row) pairs."""
+    encoded = pc.dictionary_encode(texts)
+    ids = encoded.indices.to_numpy().astype(np.uint64)
+    return encoded.dictionary, distinct_sorted((ids << np.uint64(32)) | rows)

@@ -31,10 +31,11 @@ one is chosen per shard, in `STRUCTURE`'s two steps, and said in index.json (and
 - else merged, and the distinct lines over `LINE_SHARE` of the shard's candidate bytes (and over `SMALL_LINES`):
   trigrams, the merge dropped.
 A trigram shard also gets its pieces (`index_pieces.py`: its lines cut at words one text holds, in the lines'
-format: `part-NNNNN.pieces.arrow`, `piece_offsets.npy`, `piece_postings.npy`), unless what its chunks spilled of
-them is over `index_build_mb` / `PIECES_MERGE_FACTOR`. So a worker's memory is bounded by `index_build_mb`
-(TLX_INDEX_BUILD_MB) whatever the text: the line merge only below it, the trigram build spilling its keys and
-pieces to the build folder.
+format: `part-NNNNN.pieces.arrow`, `piece_offsets.npy`, `piece_postings.npy`) and the words cut out, as attributes
+where they are (`part-NNNNN.words.arrow`, `word_offsets.npy`, `word_postings.npy`), unless what its chunks spilled
+of them is over `index_build_mb` / `PIECES_MERGE_FACTOR`. So a worker's memory is bounded by `index_build_mb`
+(TLX_INDEX_BUILD_MB) whatever the text: the line merge only below it, the trigram build spilling its keys and pieces
+to the build folder.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ from queries.store import (
     POSTINGS_FILE,
     SEARCH_INDEX_VERSION,
     SEARCH_META,
+    WORD_FILES,
     code_path,
     search_path,
     search_shard_path,
@@ -146,13 +148,14 @@ def index_shard(folder: Path, shard: int, rows: int, budget: int) -> tuple[list[
         del keys, texts, row_ref, distinct, offsets, postings
     grams, pieces = index_part_grams(folder, shard, budget, budget // PIECES_MERGE_FACTOR)
     try:
-        if pieces:
-            batches = [read_pieces(path) for path in pieces]
+        for kind, names in (("pieces", PIECE_FILES), ("words", WORD_FILES)):  # a chunk's pieces, then its words
+            batches = [read_pieces(path) for path in pieces[kind == "words"::2]]
             distinct, offsets, postings = _merge([b[0] for b in batches if len(b[0])],
                                                  [b[1] for b in batches if len(b[0])], row_type)
             del batches
-            _write_lines(folder, shard, PIECE_FILES, distinct, offsets, postings)
-        choice["pieces"] = len(distinct) if pieces else 0  # 0: none, or over what the merge may hold
+            if pieces:
+                _write_lines(folder, shard, names, distinct, offsets, postings)
+            choice[kind] = len(distinct)  # 0: none, or over what the merge may hold
     finally:
         for path in pieces:
             path.unlink(missing_ok=True)

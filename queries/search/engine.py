@@ -269,7 +269,8 @@ def _decided(index: SearchIndex, pattern: str, regex: str | None,
     is a regex whose matches all lie within one line. A regex that can match a newline keeps what its lines show
     (`search_rewrite.line_patterns`: `within`) and reads the rows with a line a match across lines can start in
     (`starts`); other patterns read the rows that hold the newline-free pieces of the texts they require. A shard
-    with trigrams decides nothing: its rows that may match are read (`SearchIndex.rows_with_lines`)."""
+    with trigrams decides nothing alone: its rows that may match are read (`SearchIndex.rows_with_lines`), of a
+    regex only those that may hold the texts it requires."""
     nothing = np.zeros(index.rows, bool)
     within = starts = None
     if regex is None:
@@ -282,8 +283,10 @@ def _decided(index: SearchIndex, pattern: str, regex: str | None,
         pieces, fold = required_literals(pattern)
         fold = fold or ignore_case
         rule = line_rule(pattern)
-        if rule.complete:
-            return (*index.rows_with_lines([_line_query(regex, pieces, fold)])[0], "")
+        if rule.complete:  # on trigram parts, the rows to read also hold the texts it requires
+            narrowing = [literal_query(p, fold) for p in _pieces(pieces)[:NARROWING_PIECES]] if index.grams else []
+            (exact, may), *found = index.rows_with_lines([_line_query(regex, pieces, fold)] + narrowing)
+            return exact, np.logical_and.reduce([may] + [hit | maybe for hit, maybe in found]), ""
         lines = line_patterns(regex) if rule.sound else None
         if lines is not None and _runs(lines.within):
             within = _line_query(lines.within, pieces, fold)

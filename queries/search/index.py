@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 from common.settings import load_settings
 from queries.search.grams import GramPart
 from queries.search.lines import DENSE_SHARE, LineQuery, matching_lines, matching_texts
+from queries.search.words import word_queries
 from queries.store import (
     LINES_FILE,
     OFFSETS_FILE,
@@ -40,6 +41,7 @@ from queries.store import (
     POSTINGS_FILE,
     SEARCH_INDEX_READ,
     SEARCH_META,
+    WORD_FILES,
     StoreError,
     search_path,
     search_shard_path,
@@ -73,6 +75,7 @@ class SearchIndex:
                       if s in gram_shards}
         self.line_shards = [s for s in self.shards if s not in gram_shards]
         self.piece_shards = [s for s in self.grams if search_shard_path(store, s, PIECE_FILES[0]).is_file()]
+        self.word_shards = [s for s in self.piece_shards if search_shard_path(store, s, WORD_FILES[0]).is_file()]
         self._arrays: dict[tuple[int, str], tuple[pa.ipc.RecordBatchFileReader, np.ndarray, np.ndarray]] = {}
         self._lock = threading.Lock()
         self._cache: dict[tuple[int, str, int], pa.StringArray] | None = {}  # None: forgotten
@@ -80,6 +83,8 @@ class SearchIndex:
             self._shard(shard, LINE_FILES)
         for shard in self.piece_shards:
             self._shard(shard, PIECE_FILES)
+        for shard in self.word_shards:
+            self._shard(shard, WORD_FILES)
 
     @property
     def rows(self) -> int:
@@ -94,19 +99,47 @@ class SearchIndex:
             ref_hit[self.ref_of_line[matching_texts(query, self.ref_lines)]] = True  # lines without their newline
             hits.append(ref_hit[self.doc_ref])
         plain = [q for q, query in enumerate(queries) if query.plain]  # found exactly in pieces too
-        work = [(s, LINE_FILES, list(range(len(queries)))) for s in self.line_shards]
-        work += [(s, PIECE_FILES, plain) for s in self.piece_shards] if plain else []
-        with ThreadPoolExecutor(THREADS, thread_name_prefix="line-search") as pool:
-            for (shard, _, which), rows in zip(work, pool.map(
-                    lambda w: self._shard_rows(w[0], w[1], [queries[q] for q in w[2]]), work), strict=True):
-                for q, found in zip(which, rows, strict=True):
-                    hits[q][found + self.base[shard]] = True
+        work = [(s, LINE_FILES, [[query] for query in queries]) for s in self.line_shards]
+        work += [(s, PIECE_FILES, [[queries[q]] if q in plain else [] for q in range(len(queries))])
+                 for s in self.piece_shards] if plain else []
+        for shard, rows in self._matched(work):
+            for hit, found in zip(hits, rows, strict=True):
+                for at in found:
+                    hit[at + self.base[shard]] = True
         maybe = [np.zeros(self.rows, bool) for _ in queries]
         for shard, part in self.grams.items():
             rows = slice(self.base[shard], self.base[shard] + part.rows)
             for hit, may, query in zip(hits, maybe, queries, strict=True):
                 may[rows] = part.candidates(query.literal or query.any_case, not query.literal) & ~hit[rows]
+        # a literal's rows that no piece decided: the cut words it could lie across tell which to read
+        work = [(s, WORD_FILES, [_words(query, may[self._rows(s)]) for query, may in zip(queries, maybe,
+                                                                                     strict=True)])
+                for s in self.word_shards]
+        for shard, rows in self._matched([w for w in work if any(w[2])]):
+            part = self._rows(shard)
+            for hit, may, found in zip(hits, maybe, rows, strict=True):
+                if found:
+                    hit[found[0] + self.base[shard]] = True
+                    across = np.zeros(self.grams[shard].rows, bool)
+                    for overlapping in found[1:]:
+                        across[overlapping] = True
+                    may[part] &= across & ~hit[part]
         return list(zip(hits, maybe, strict=True))
+
+    def _rows(self, shard: int) -> slice:
+        return slice(self.base[shard], self.base[shard] + self.grams[shard].rows)
+
+    def _matched(self, work: list[tuple[int, tuple[str, str, str], list[list[LineQuery]]]]) -> list[
+            tuple[int, list[list[np.ndarray]]]]:
+        """Per (shard, files, per query the line queries to match in them): the shard and, per query, the rows
+        of each of its line queries; two threads."""
+        def rows_of(w):
+            flat = [line_query for queries in w[2] for line_query in queries]
+            found = iter(self._shard_rows(w[0], w[1], flat)) if flat else iter([])
+            return [[next(found) for _ in queries] for queries in w[2]]
+
+        with ThreadPoolExecutor(THREADS, thread_name_prefix="line-search") as pool:
+            return list(zip([w[0] for w in work], pool.map(rows_of, work), strict=True))
 
     def _shard_rows(self, shard: int, files: tuple[str, str, str], queries: list[LineQuery]) -> list[np.ndarray]:
         """Per query, the rows of `shard` (positions within it, with repeats) whose candidate part has a line it
@@ -160,6 +193,15 @@ class SearchIndex:
                     raise ValueError(f"search index of code part {shard}: lines and postings disagree")
                 self._arrays[shard, files[0]] = (lines, offsets, postings)
             return self._arrays[shard, files[0]]
+
+
+def _words(query: LineQuery, undecided: np.ndarray) -> list[LineQuery]:
+    """A literal search's queries over a trigram part's cut words (`words.word_queries`: those holding it, then
+    those it could lie across, if any), where the part has rows it has not decided; none for any other query."""
+    if not query.text or not undecided.any():
+        return []
+    containing, overlapping = word_queries(query.text, not query.literal)
+    return [containing] + ([overlapping] if overlapping else [])
 
 
 def _rows_of(lines: np.ndarray, offsets: np.ndarray, postings: np.ndarray) -> np.ndarray:

@@ -31,6 +31,7 @@ class LineQuery:
     exact: bool = False  # `regex` matches exactly the lines holding `literal`
     any_case: str = ""  # text that every line `regex` matches holds, in any case (where `literal` is "")
     plain: bool = False  # `regex` is a literal, nothing else: it matches a part of a line as it does the line
+    text: str = ""  # the literal `regex` is, where the query is a literal search (in any case where `any_case`)
 
 
 def literal_regex(literal: str) -> str:
@@ -43,8 +44,8 @@ def literal_regex(literal: str) -> str:
 def literal_query(literal: str, ignore_case: bool) -> LineQuery:
     """The lines holding `literal` (which has no newline)."""
     if ignore_case:
-        return LineQuery("(?i)" + literal_regex(literal), any_case=literal, plain=True)
-    return LineQuery(literal_regex(literal), literal, exact=True, plain=True)
+        return LineQuery("(?i)" + literal_regex(literal), any_case=literal, plain=True, text=literal)
+    return LineQuery(literal_regex(literal), literal, exact=True, plain=True, text=literal)
 
 
 def accepted(regex: str, texts: pa.Array) -> np.ndarray:
