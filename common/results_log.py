@@ -68,13 +68,14 @@ class LoggedResult:
     result: dict[str, Any]
 
 
-def results_files(*roots: Path | None) -> list[Path]:
-    """The `*.jsonl` files under `ROOT/results/` of each root (None and missing folders skipped), sorted per root."""
+def results_files(*roots: Path | None, folder: str = RESULTS) -> list[Path]:
+    """The `*.jsonl` files under `ROOT/<folder>/` of each root (`results`, or `triage` for CPU triage; None and
+    missing folders skipped), sorted per root."""
     files: list[Path] = []
     for root in roots:
-        folder = results_dir(Path(root)) if root is not None else None
-        if folder is not None and folder.is_dir():
-            files.extend(sorted(p for p in folder.glob("*.jsonl") if p.is_file()))
+        found = results_dir(Path(root), folder) if root is not None else None
+        if found is not None and found.is_dir():
+            files.extend(sorted(p for p in found.glob("*.jsonl") if p.is_file()))
     return files
 
 

@@ -19,7 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common.outcomes import ErrorType, TriageStatus
-from common.results_log import TRIAGE, LoggedResult, files_signature, parse_lines, read_jsonl
+from common.results_log import (
+    TRIAGE,
+    LoggedResult,
+    files_signature,
+    parse_lines,
+    read_jsonl,
+    results_dir,
+    results_files,
+)
 
 MESSAGE_CHARS = 2000  # a message longer than this (a producer that did not bound it) is cut, and says so
 STAGES = ("import", "build", "compile", "compare")
@@ -27,17 +35,12 @@ STAGES = ("import", "build", "compile", "compare")
 
 def triage_dir(root: Path) -> Path:
     """`ROOT/triage`: the runner's writes under `RUNS_DIR`, the published ones under a store."""
-    return Path(root) / TRIAGE
+    return results_dir(Path(root), TRIAGE)
 
 
 def triage_files(*roots: Path | None) -> list[Path]:
     """The `*.jsonl` files under `ROOT/triage/` of each root (None and missing folders skipped), sorted per root."""
-    files: list[Path] = []
-    for root in roots:
-        folder = triage_dir(Path(root)) if root is not None else None
-        if folder is not None and folder.is_dir():
-            files.extend(sorted(p for p in folder.glob("*.jsonl") if p.is_file()))
-    return files
+    return results_files(*roots, folder=TRIAGE)
 
 
 def read_triage(*roots: Path | None) -> Iterator[LoggedResult]:

@@ -11,8 +11,6 @@ held lock). `ForkedProcess` is the judge's handle, with what the judge used of `
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import gc
 import os
 import signal
@@ -23,10 +21,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from runner.child import warmup
+from runner.child import separation, warmup
 from runner.child.process import exit_now
 
-PR_SET_DUMPABLE = 4
 POLL_S = 0.01
 
 
@@ -80,11 +77,7 @@ def _become(identity: tuple[int, int] | None, folder: Path, env: dict[str, str])
         os.setgroups([])
         os.setgid(identity[1])
         os.setuid(identity[0])
-        try:  # a change of user made the process non-dumpable; a program started as that user would not be
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-            libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
-        except (OSError, AttributeError):
-            pass
+        separation.set_dumpable(True)  # a change of user made it non-dumpable; a program started as that user is not
     os.chdir(folder)
     os.environ.clear()
     os.environ.update(env)

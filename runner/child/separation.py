@@ -33,11 +33,17 @@ def _libc() -> ctypes.CDLL | None:
 
 def non_dumpable() -> bool:
     """Make this process non-dumpable; True when the kernel says it is."""
+    return set_dumpable(False)
+
+
+def set_dumpable(on: bool) -> bool:
+    """Make this process dumpable or not (a forked candidate that changed its user is made dumpable again, as a
+    program started as that user would be: `runner.child.fork`); True when the kernel says it is so."""
     libc = _libc()
     if libc is None:
         return False
-    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    return libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
+    libc.prctl(PR_SET_DUMPABLE, int(on), 0, 0, 0)
+    return libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == int(on)
 
 
 class _CapHeader(ctypes.Structure):
