@@ -134,6 +134,11 @@ CHECKS: tuple[Check, ...] = (
        "autotune configuration."),
     _r("rerun_alone_oom", "re-run alone after OOM", "ran out of GPU memory beside other jobs, then ran again with "
        "the GPU to itself."),
+    _r("harness_warm_up_failed", "harness warm-up failed", "the runner's own warm-up (CUDA context and a Triton "
+       "kernel, before the job) failed in the candidate's process: a failure there may be the process's, not the "
+       "program's."),
+    _r("rerun_harness", "re-run in fresh processes", "failed in a candidate whose warm-up had failed, then ran "
+       "again in processes started for it (no spare, no fork server)."),
     _r("timing_budget_spent", "timing budget spent", "timing stopped at its time budget before the spread was "
        "tight."),
     _r("timing_below_min_trials", "fewer trials than asked", "the time budget ran out before the minimum number "

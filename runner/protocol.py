@@ -19,3 +19,8 @@ STAGE, GATE, RESULT = "stage", "gate", "result"  # the events
 SHARED, EXCLUSIVE, RELEASE = "shared", "exclusive", "release"  # the modes of a gate request
 GO = b"go"  # the answer to a gate request, one line on the spec pipe
 STACKS_SIGNAL = signal.SIGUSR1
+# The candidate's flag for a harness failure: its own warm-up (the CUDA context and a Triton kernel of the runner's,
+# before any job) raised in its process, so a Triton launch of the program can fail there for the process's sake
+# (on an H100, once in ~250 forked candidates, Triton's `cuda_utils.c` build failed under gcc). A failed job with
+# it runs once more in fresh processes (`runner.gpu.oom_rerun`).
+WARM_UP_FAILED_FLAG = "harness_warm_up_failed"

@@ -36,15 +36,16 @@ from runner.child.classify import classify
 from runner.child.link import LinkError, encode_outputs, receive, send
 from runner.child.steps import Steps, Stop, cloned, fail, import_file, inputs_digest, set_seed
 from runner.options import EvalOptions, TimingOptions
-from runner.protocol import STACKS_SIGNAL
+from runner.protocol import STACKS_SIGNAL, WARM_UP_FAILED_FLAG
 
 REQUIRED = ("Model", "ModelNew", "get_inputs", "get_init_inputs")
 MODULE_NAME = "tlx_program"
 
 
 class Candidate:
-    def __init__(self, capabilities: str = "") -> None:
+    def __init__(self, capabilities: str = "", warm_up_failure: str | None = None) -> None:
         self.capabilities = capabilities  # what `separation.drop_capabilities` did
+        self.warm_up_failure = warm_up_failure  # `process.prewarm`'s: the harness's own kernel failed here
         self.steps: Steps | None = None
         self.module: Any = None
         self.new: Any = None
@@ -246,16 +247,17 @@ class Candidate:
         warm = self.cpu_warm_s if self.cpu_warm_s is not None else process.cpu_seconds()
         return {"capabilities": self.capabilities,
                 "flags": setup.runtime_flags(self.steps.device if self.steps else "")
-                + [f"refused: {what}" for what in dict.fromkeys(guard.refused())],
+                + [f"refused: {what}" for what in dict.fromkeys(guard.refused())]
+                + ([WARM_UP_FAILED_FLAG] if self.warm_up_failure else []),
                 "cpu_s": {"candidate_warm": warm, "candidate_job": round(process.cpu_seconds() - warm, 3)}}
 
 
-def serve(stream_in: Any, stream_out: Any, capabilities: str = "") -> None:
+def serve(stream_in: Any, stream_out: Any, capabilities: str = "", warm_up_failure: str | None = None) -> None:
     from runner.gpu.gate import ChildGate, install
 
     gate = ChildGate(lambda obj: send(stream_out, obj), stream_in, drain=process.synchronize)
     install(gate)  # Triton's compiles give the judge's gate back through the judge (`CandidateProcess.answer`)
-    candidate = Candidate(capabilities)
+    candidate = Candidate(capabilities, warm_up_failure)
     while True:
         msg = receive(stream_in)
         cmd = msg.get("cmd")
@@ -297,12 +299,14 @@ def main(argv: list[str] | None = None) -> int:
     capabilities = separation.drop_capabilities()  # before anything of the program runs
     faulthandler.enable()  # a crash leaves the Python stack on stderr, whose tail the sandbox keeps
     faulthandler.register(STACKS_SIGNAL, all_threads=True)
-    process.prewarm(triton_kernel=True, lock_fds=args.gpu_lock_fds)
+    warm_up_failure = process.prewarm(triton_kernel=True, lock_fds=args.gpu_lock_fds)
+    if warm_up_failure:
+        print(f"[candidate] the harness's warm-up failed: {warm_up_failure}", file=sys.stderr, flush=True)
     sock = socket.socket(fileno=args.fd)
     stream_in, stream_out = sock.makefile("rb"), sock.makefile("wb")
     set_seed(0)
     try:
-        serve(stream_in, stream_out, capabilities)
+        serve(stream_in, stream_out, capabilities, warm_up_failure)
     except (OSError, ValueError, LinkError):
         return 3
     return 0

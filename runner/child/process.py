@@ -38,17 +38,18 @@ def cpu_seconds(children: bool = True) -> float:
     return round(total, 3)
 
 
-def prewarm(triton_kernel: bool, lock_fds: list[int] | None = None) -> None:
+def prewarm(triton_kernel: bool, lock_fds: list[int] | None = None) -> str | None:
     """Import torch and triton and warm the CUDA stack (Triton's compiler too, `triton_kernel`:
     `runner.child.warmup`) while waiting for a job, holding the GPU shared through `lock_fds` (main, intent) while
-    it makes its context; a failure shows up again in the job. The descriptors are closed before any job arrives:
-    the program never holds them."""
+    it makes its context; a failure (returned, as its exception's text) shows up again in the job. The descriptors
+    are closed before any job arrives: the program never holds them."""
     try:
         from runner.child import warmup
 
         warmup.warm_cuda(triton_kernel, lock_fds or ())
-    except Exception:
-        pass
+        return None
+    except Exception as e:  # noqa: BLE001 - any failure of the warm-up is the harness's, said by the caller
+        return f"{type(e).__name__}: {e}"[:500]
     finally:
         close_fds(lock_fds or [])
 

@@ -9,12 +9,18 @@ overlap their CPU-bound stages and time one at a time. Their memory is not share
 out of memory is a verdict only when the program alone does not fit (on an H200 a row correct at 37 ms ran out
 of memory once beside three other jobs). With `reuse_reference_timing` (bulk runs), Model's timing measured by an
 earlier job for the same reference text, settings and GPU is used instead of timing it again
-(`runner.gpu.reference_timings`)."""
+(`runner.gpu.reference_timings`). A job that failed in a candidate whose own warm-up had failed (the harness's
+kernel, before any job: `runner.protocol.WARM_UP_FAILED_FLAG`) is run once more in processes started for it (no
+spare, no fork server), flagged `rerun_harness`: the program's verdict is not the harness's process's. A second
+failure keeps both flags, for review."""
 
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import TYPE_CHECKING
+
+from runner.protocol import WARM_UP_FAILED_FLAG
 
 if TYPE_CHECKING:
     from runner.gpu.slots import Slot
@@ -23,6 +29,7 @@ if TYPE_CHECKING:
 
 
 RERUN_ALONE_FLAG = "rerun_alone_oom"
+RERUN_HARNESS_FLAG = "rerun_harness"
 
 
 def evaluate_on_slot(program: str, spec: RunSpec, slot: Slot, *, result_id: str, row_id: str | None,
@@ -41,11 +48,12 @@ def evaluate_on_slot(program: str, spec: RunSpec, slot: Slot, *, result_id: str,
     jobs = occupancy_for(gpu) if gate is not None and slot.lanes > 1 else None
     ref_key = reference_key(program, spec.key(), gpu) if cuda and reuse_reference_timing else None
 
-    def attempt(mode: str) -> RunResult:
+    def attempt(mode: str, fresh: bool = False) -> RunResult:
         # False when cancelled while waiting: the sandbox then ends at once
         held = jobs is not None and jobs.acquire(mode, abort=cancel)
         try:
-            return evaluate_in_sandbox(program, options, result_id=result_id, row_id=row_id, cancel=cancel, gate=gate,
+            return evaluate_in_sandbox(program, replace(options, prewarm=False, forkserver=False) if fresh else options,
+                                       result_id=result_id, row_id=row_id, cancel=cancel, gate=gate,
                                        reference_timing=REFERENCE_TIMINGS.lookup(ref_key))
         finally:
             if held:
@@ -56,5 +64,9 @@ def evaluate_on_slot(program: str, spec: RunSpec, slot: Slot, *, result_id: str,
     if jobs is not None and result.error_type == ErrorType.OUT_OF_MEMORY and not cancelled:
         result = attempt(EXCLUSIVE)
         result.flags.append(RERUN_ALONE_FLAG)
+    cancelled = cancel is not None and cancel.is_set()
+    if result.status == "failed" and WARM_UP_FAILED_FLAG in result.flags and not cancelled:
+        result = attempt(SHARED, fresh=True)
+        result.flags.append(RERUN_HARNESS_FLAG)
     REFERENCE_TIMINGS.remember(ref_key, result)
     return result
