@@ -72,17 +72,17 @@ def open_store(store: Path | None, settings: Settings | None):
         return _stores[path]
 
 
-def filtered_rows(store: Path, runs_dir: Path, *, problem: str | None = None, **filters: str | None,
+def filtered_rows(store: Path, settings: Settings, *, problem: str | None = None, **filters: str | None,
                   ) -> list[tuple[str, int, int]]:
     """(row id, code shard, code row group) of the rows `queries.api.selected_rows` picks with these
     `queries.filters.Filters` fields (split, holdout_group, status, error_type, error_source, triage_status,
-    triage_error), in id order."""
+    triage_error), with the latest verdicts of `settings.runs_dir`, in id order."""
     with _store_packages():
         from queries import api
         from queries.filters import Filters
 
     try:
-        table = api.selected_rows(store, runs_dir, Filters(**filters), problem=problem)
+        table = api.selected_rows(store, settings, Filters(**filters), problem=problem)
     except (api.StoreError, api.QueryTimeout) as e:
         raise StoreUnavailable(str(e)) from None
     return list(zip(table["id"].to_pylist(), table["code_shard"].to_pylist(), table["code_rg"].to_pylist(),

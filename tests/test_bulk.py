@@ -20,6 +20,7 @@ from common.results_log import ResultsLog, read_results
 from runner.bulk.command import add_arguments, done_counts, select_rows
 from runner.spec import RunSpec
 from tests.fixtures import program
+from tests.queries_helpers import settings_now
 
 REPO = Path(__file__).resolve().parent.parent
 GOOD = program("relu", 128, "bulk_k")
@@ -74,7 +75,7 @@ def options(**kw) -> argparse.Namespace:
 
 def test_selection_filters(fixture_store, tmp_path):
     def ids(**kw) -> list[str]:
-        return [r[0] for r in select_rows(fixture_store, options(**kw), tmp_path)]
+        return [r[0] for r in select_rows(fixture_store, options(**kw), settings_now(tmp_path))]
 
     assert len(ids()) == 15 and ids() == sorted(ids())
     assert ids(split="test", problem="1_19") == ["test/000000", "test/000001"]
