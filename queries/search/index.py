@@ -10,7 +10,8 @@ whose text holds a match within one line. Matching is RE2's, as in a full scan, 
 texts are read, never what is found. Decompressing the lines is ~40% of a search's work, so the decompressed
 batches are kept in memory, up to `cache_bytes` for the process (`cache_bytes_of(settings)`: TLX_SEARCH_CACHE_MB;
 a 601k-row store's lines are 1.1 GB), in the order first read and never evicted (a search reads every batch: an
-evicting cache would lose each before its next use); an index that is no longer open (a rebuilt store's old one) frees its batches.
+evicting cache would lose each before its next use); an index that is no longer open (a rebuilt store's old one)
+frees its batches.
 
 A shard whose lines rarely repeat has a trigram index instead (`queries/search/grams.py`; index.json's "parts"
 says which shards): there the rows holding every trigram of a query's literal are only a superset, returned as
