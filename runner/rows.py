@@ -16,7 +16,7 @@ from pathlib import Path
 from common.errors import TlxError
 from common.settings import Settings
 
-_stores: dict[Path, object] = {}
+_stores: dict[tuple[Path, int], object] = {}  # per (path, `queries.store.store_version`)
 _stores_lock = threading.Lock()
 
 
@@ -58,18 +58,26 @@ def resolve_store(store: Path | None, settings: Settings | None) -> Path:
 
 
 def open_store(store: Path | None, settings: Settings | None):
-    """A cached `queries.store.Store` for the path (its row lookup is loaded once)."""
+    """A cached `queries.store.Store` for the path (its row lookup is loaded once), kept per store version like
+    every cache of a store: a rebuilt store is opened again, its old handle dropped."""
     with _store_packages():
-        from queries.store import Store, StoreError
+        from queries.store import Store, StoreError, store_version
 
     path = resolve_store(store, settings)
+    try:
+        key = (path, store_version(path))
+    except StoreError as e:
+        raise StoreUnavailable(str(e)) from None
     with _stores_lock:
-        if path not in _stores:
+        if key not in _stores:
             try:
-                _stores[path] = Store(path)
+                handle = Store(path)
             except StoreError as e:
                 raise StoreUnavailable(str(e)) from None
-        return _stores[path]
+            for old in [k for k in _stores if k[0] == path]:
+                del _stores[old]
+            _stores[key] = handle
+        return _stores[key]
 
 
 def filtered_rows(store: Path, settings: Settings, *, problem: str | None = None, **filters: str | None,

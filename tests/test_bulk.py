@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -71,6 +72,22 @@ def options(**kw) -> argparse.Namespace:
     for k, v in kw.items():
         setattr(ns, k, v)
     return ns
+
+
+def test_the_runner_reads_a_rebuilt_store_again(tmp_path):
+    """The runner's store handle is kept per store version (`queries.store.store_version`), like every cache of a
+    store: after a rebuild in place, rows resolve against the new build and /health names it."""
+    from runner.rows import load_program, open_store, store_identity
+
+    store = make_store(tmp_path / "one", [GOOD])
+    first = open_store(store, None)
+    assert open_store(store, None) is first and load_program(store, "train/000000", None) == GOOD
+    old_build = store_identity(store, None)["build_id"]
+    shutil.rmtree(tmp_path / "one" / "source")
+    rebuilt = make_store(tmp_path / "one", [WRONG])  # the same folder, rebuilt with another program
+    assert open_store(rebuilt, None) is not first
+    assert load_program(rebuilt, "train/000000", None) == WRONG
+    assert store_identity(rebuilt, None)["build_id"] not in (None, old_build)
 
 
 def test_selection_filters(fixture_store, tmp_path):
