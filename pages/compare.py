@@ -23,7 +23,7 @@ if not a_id or not b_id:
             "row ids in the sidebar (the link is `compare?a=ID&b=ID`).")
     st.stop()
 
-details = {side: api.row(store, row_id) for side, row_id in (("A", a_id), ("B", b_id))}
+details = {side: api.row(store, cfg, row_id) for side, row_id in (("A", a_id), ("B", b_id))}
 missing = [f"{side} ({md_code(row_id)})" for (side, detail), row_id in zip(details.items(), (a_id, b_id), strict=True)
            if detail is None]
 if missing:

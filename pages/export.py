@@ -11,7 +11,8 @@ from queries.filters import STATUSES, Filters
 from ui import board, context, data, flags, links, near_dups, widgets
 from ui.text import md
 
-info = context.current_store()
+cfg = context.settings()
+info = context.current_store(cfg)
 store = info.path
 st.title("Export")
 st.caption("Download rows of the index as Parquet or JSON Lines. Program text is included only on request "
@@ -21,7 +22,7 @@ cols = st.columns(4)
 with cols[0]:
     split = widgets.choice("Split", ["train", "test"], "split", key="export_split")
 with cols[1]:
-    holdout = widgets.choice("Holdout group", list(data.holdout_groups(info)), "holdout",
+    holdout = widgets.choice("Holdout group", list(data.holdout_groups(info, cfg)), "holdout",
                              key="export_holdout")
 with cols[2]:
     status = widgets.choice("Label", list(STATUSES), "status", key="export_status", closed=True)
@@ -39,7 +40,7 @@ f = Filters(split=split, holdout_group=holdout, status=status, problem_key=probl
 if st.button("Prepare file", type="primary", key="export_prepare"):
     try:
         with st.spinner("Building the file…"):
-            payload = api.export(store, f, fmt, fastest_correct=fastest, include_code=with_code,
+            payload = api.export(store, cfg, f, fmt, fastest_correct=fastest, include_code=with_code,
                                  c=candidates or api.Candidates())
     except ExportError as error:
         st.error(md(error))
@@ -53,4 +54,4 @@ links.copy_link("export", split=split, holdout=holdout, status=status, problem=p
                 with_no_triton="1" if candidates and candidates.with_no_triton else None,
                 with_flagged="1" if candidates and candidates.with_flagged else None)
 
-near_dups.train_export(store, list(data.holdout_groups(info)))
+near_dups.train_export(store, cfg, list(data.holdout_groups(info, cfg)))

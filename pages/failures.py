@@ -17,7 +17,8 @@ from ui import bulk, charts, context, data, flags, links, widgets
 from ui.labels import error_name
 from ui.text import md_code
 
-info = context.current_store()
+cfg = context.settings()
+info = context.current_store(cfg)
 store = info.path
 st.title("Failures")
 st.caption("A row failed when its label is empty (the dataset's own measurement failed) or its latest re-run failed. "
@@ -26,7 +27,6 @@ st.caption("A row failed when its label is empty (the dataset's own measurement 
            "import, build on meta tensors, compile every Triton launch for a target, nothing run; a triage is not a "
            "measurement), else what ingest found without running it (text rules and a compile; \"no static "
            "finding\" = nothing). **rests on** says which source each count comes from.")
-cfg = context.settings()
 syntax_check = info.meta.syntax_check  # absent in stores whose ingest parsed every program at once
 if syntax_check is not None and not syntax_check.get("done"):
     st.warning("Syntax errors are not marked in this store yet: its ingest stopped before the syntax check. "
@@ -34,7 +34,7 @@ if syntax_check is not None and not syntax_check.get("done"):
 
 with st.sidebar:
     split = widgets.choice("Split", ["train", "test"], "split", key="fail_split")
-    holdouts = data.holdout_groups(info)
+    holdouts = data.holdout_groups(info, cfg)
     holdout = widgets.choice("Holdout group", list(holdouts), "holdout", key="fail_holdout")
     problem = widgets.text_param("Problem key", "problem", key="fail_problem", placeholder="16 hex digits")
     source = widgets.choice("Error source", list(ERROR_SOURCES), "source", key="fail_source", closed=True)
@@ -47,7 +47,7 @@ with st.sidebar:
 
 base = Filters(split=split, holdout_group=holdout, problem_key=problem or None, error_source=source, level=level,
                flag=flag, triage_status=triage, triage_error=triage_error)
-counts = api.failures(store, base).to_pandas()
+counts = api.failures(store, cfg, base).to_pandas()
 known = [*STATIC_ERRORS, *(e.value for e in ErrorType if e is not ErrorType.OK)]
 types = list(dict.fromkeys([*counts["error_type"].dropna().tolist(), *known])) if not counts.empty else known
 if links.param("error") not in (None, *types):
@@ -75,13 +75,13 @@ else:
         charts.show(charts.count_bars(counts["cause"], counts["rows"], "Failed rows by cause", counts["basis"]),
                     key="failure_bars")
     flags.legend(counts.loc[counts["source"] == "static", "error_type"], "What the static causes mean")
-bulk.bulk_panel(api.unmeasured_failures(store, f), f, info, cfg, key="fail_bulk")
+bulk.bulk_panel(api.unmeasured_failures(store, cfg, f), f, info, cfg, key="fail_bulk")
 
 st.subheader("Flags of the failed rows")
-flags.flag_counts_table(api.flag_counts(store, replace(f, status="failed")))
+flags.flag_counts_table(api.flag_counts(store, cfg, replace(f, status="failed")))
 
 st.subheader("Example rows" + (f" with {md_code(error_name(error_type))}" if error_type else ""))
-examples = api.failure_examples(store, f, limit=50).to_pandas()
+examples = api.failure_examples(store, cfg, f, limit=50).to_pandas()
 widgets.linked_table(examples, key="failure_examples", target="row", id_column="id", param="row")
 links.copy_link("failures", split=split, holdout=holdout, problem=problem, source=source, error=error_type,
                 level=level, flag=flag, triage=triage, triage_error=triage_error)

@@ -19,7 +19,7 @@ st.caption("Programs pairing a PyTorch reference `Model` with a Triton candidate
 split = widgets.choice("Split", ["train", "test"], "split", key="overview_split", container=st.sidebar)
 flag = flags.flag_choice("overview_flag", container=st.sidebar)
 f = Filters(split=split, flag=flag)
-ov = data.overview(info, f)
+ov = data.overview(info, cfg, f)
 totals = ov.totals
 
 cols = st.columns(6)
@@ -64,9 +64,9 @@ unchecked = totals["static_unchecked_rows"]
 st.caption(f"{totals['flagged_rows']:,} rows carry a flag that keeps them out of the rankings by default"
            + (f"; the static hack checks have not run on {unchecked:,} rows (not checked, never passed)"
               if unchecked else "") + ".")
-flags.flag_counts_table(api.flag_counts(info.path, f))
+flags.flag_counts_table(api.flag_counts(info.path, cfg, f))
 
-errors = api.failures(info.path, f).to_pylist()
+errors = api.failures(info.path, cfg, f).to_pylist()
 if errors:
     charts.show(charts.count_bars([error_name(e["error_type"]) for e in errors], [e["rows"] for e in errors],
                                   "Failed rows by cause (latest GPU run, else CPU triage, else static finding)",

@@ -18,7 +18,7 @@ store = info.path
 problem_key = links.param("problem")
 if not problem_key:
     st.title("Problem")
-    every = api.problems(store, Filters(), sort="candidates", descending=True)
+    every = api.problems(store, cfg, Filters(), sort="candidates", descending=True)
     table = every.slice(0, 500).to_pandas()
     if table.empty:
         st.info("This store holds no problems.")
@@ -44,7 +44,7 @@ with st.sidebar:
     candidates = flags.candidate_toggles("problem")
 f = Filters(split=split, problem_key=problem_key, flag=flag)
 
-summary = api.problem_summary(store, problem_key, candidates)
+summary = api.problem_summary(store, cfg, problem_key, candidates)
 if summary is None:
     st.title("Problem")
     st.error(f"No problem {md_code(problem_key)} in this store.")
@@ -71,14 +71,14 @@ with left:
     kind = links.param("view") if links.param("view") in kinds else "histogram"
     kind = st.segmented_control("View", kinds, default=kind, key="dist_kind") or "histogram"
     links.sync_params(view=None if kind == "histogram" else kind)
-    latencies = api.problem_latencies(store, problem_key, f)
+    latencies = api.problem_latencies(store, cfg, problem_key, f)
     ok_rows = latencies.filter(latencies["ok"]) if latencies.num_rows else latencies
     if ok_rows.num_rows:
         charts.show(charts.latency_distribution(ok_rows, cfg.label_unit, kind=kind), key="problem_dist")
     else:
         st.info("No candidate of this problem has a label (all failed).")
 with right:
-    failures = api.failures(store, f).to_pandas()
+    failures = api.failures(store, cfg, f).to_pandas()
     if failures.empty:
         st.caption("No failures recorded for this problem.")
     else:
@@ -87,7 +87,7 @@ with right:
                     key="problem_errors")
 
 st.subheader("Flags")
-flags.flag_counts_table(api.flag_counts(store, f))
+flags.flag_counts_table(api.flag_counts(store, cfg, f))
 
 st.subheader("Fastest candidates")
 st.caption("Ranked by the dataset's label; identical candidates are folded into one row (`copies`). "
@@ -96,10 +96,10 @@ st.caption("Ranked by the dataset's label; identical candidates are folded into 
            "verdict and **Triton share** the part of its GPU time spent in Triton kernels; **speedup vs median** "
            "compares labels within the problem. " + board.RANKED_HELP)
 fold_near = near_dups.fold_toggle(store, key="leaderboard_fold_near")
-table = api.fastest(store, problem_key, k=50, f=f, c=candidates, fold_near=fold_near)
+table = api.fastest(store, cfg, problem_key, k=50, f=f, c=candidates, fold_near=fold_near)
 board.leaderboard(table, cfg.label_unit, key="leaderboard")
 compare.compare_picker(table["id"].to_pylist(), key="leaderboard_compare")
-near_dups.problem_clusters(store, problem_key, cfg.label_unit, key="problem_clusters")
+near_dups.problem_clusters(store, cfg, problem_key, key="problem_clusters")
 links.copy_link("problem", problem=problem_key, split=split, view=None if kind == "histogram" else kind, flag=flag,
                 fold="near" if fold_near else None,
                 with_no_triton="1" if candidates.with_no_triton else None,

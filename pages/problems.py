@@ -23,7 +23,7 @@ SORTS = {"candidates": "candidates", "failure rate": "failure_rate", "fastest la
          "distinct candidates": "distinct_candidates", "title": "title"}
 with st.sidebar:
     split = widgets.choice("Split", ["train", "test"], "split", key="problems_split")
-    holdout = widgets.choice("Holdout group", data.holdout_groups(info), "holdout", key="problems_holdout")
+    holdout = widgets.choice("Holdout group", data.holdout_groups(info, cfg), "holdout", key="problems_holdout")
     level = flags.level_choice("problems_level")
     sort = widgets.choice("Sort by", list(SORTS), "sort", key="problems_sort", allow_all=False)
     descending = st.toggle("Descending", value=links.param("asc") is None, key="problems_desc")
@@ -32,7 +32,7 @@ with st.sidebar:
     candidates = flags.candidate_toggles("problems")
 text = widgets.text_param("Filter by title, key or test id", "q", key="problems_q", placeholder="e.g. conv or 1_23")
 
-table = api.problems(info.path, Filters(split=split, holdout_group=holdout, level=level), sort=SORTS[sort],
+table = api.problems(info.path, cfg, Filters(split=split, holdout_group=holdout, level=level), sort=SORTS[sort],
                      descending=descending, c=candidates)
 # what a reader compares first, in the first ~1000 px (1400 px minus the sidebar); ids and groups after
 df = table.select(["problem_key", "title", "y_min", "y_median", "best_speedup", "spread", "candidates",

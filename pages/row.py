@@ -21,7 +21,7 @@ if not row_id:
     st.info("Open a row from a problem's leaderboard, the failures or the search page, or type a row id in the sidebar.")
     st.stop()
 
-detail = api.row(store, row_id)
+detail = api.row(store, cfg, row_id)
 if detail is None:
     st.title("Kernel")
     st.error(f"No row {md_code(row_id)} in this store. Row ids look like `train/000123` or `test/000045`.")
@@ -70,7 +70,7 @@ if not history.empty:
     with st.expander(f"Run history ({len(history)})", expanded=len(history) > 1):
         verdict.show_history(history)
 
-near_dups.row_near_copies(store, row_id, meta.get("near_dup_cluster"), cfg.label_unit, key="row_near_copies")
+near_dups.row_near_copies(store, cfg, row_id, meta.get("near_dup_cluster"), key="row_near_copies")
 
 st.subheader("CPU triage")
 triage.show_triage(detail.latest_triage)

@@ -25,7 +25,7 @@ f = Filters(split=split)
 st.subheader("Measured vs label, per row")
 st.caption(f"`ratio` = measured median (ms) / label ({cfg.label_unit}); a stable ratio across rows suggests the "
            "label's unit and GPU.")
-per_row = api.runs(store, cfg.runs_dir, f).to_pandas()
+per_row = api.runs(store, cfg, f).to_pandas()
 if per_row.empty:
     st.info("No re-run results yet. Re-run rows from their page, or in bulk with `python -m runner bulk`.")
     st.stop()
@@ -36,7 +36,7 @@ st.caption("The labels' harness is unknown. Per evaluation profile, each re-run 
            "against its label: `label+ok` / `null+failed` agree, `label+failed` / `null+ok` do not; ratio = "
            "measured median / label. The profile with the highest agreement and the tightest ratios is the one "
            "that reproduces the labels (`python -m queries agreement --store DIR` prints the same).")
-agree = api.agreement(store, cfg.runs_dir, f).to_pandas()
+agree = api.agreement(store, cfg, f).to_pandas()
 st.dataframe(agree, hide_index=True, key="runs_agreement", column_config={
     "rows": st.column_config.NumberColumn("rows re-run", format="%d"),
     "label_ok_measured_ok": st.column_config.NumberColumn("label + correct", format="%d"),
@@ -50,12 +50,12 @@ st.dataframe(agree, hide_index=True, key="runs_agreement", column_config={
     "ratio_p90": st.column_config.NumberColumn("ratio p90", format="%.3g"),
 })
 st.subheader("Per problem")
-per_problem = api.runs_by_problem(store, cfg.runs_dir, f).to_pandas()
+per_problem = api.runs_by_problem(store, cfg, f).to_pandas()
 widgets.linked_table(per_problem, key="runs_problems", target="problem", id_column="problem_key", param="problem",
                      column_config={"label_ok": st.column_config.NumberColumn("with a label", format="%d")})
 st.subheader("Static check vs measured verdict")
 st.caption("Rows per (error found at ingest without running, latest measured verdict): what static checks catch.")
-cross = api.runs_static_vs_measured(store, cfg.runs_dir, f).to_pandas()
+cross = api.runs_static_vs_measured(store, cfg, f).to_pandas()
 cross["static_error"] = cross["static_error"].map(error_name)
 cross["measured"] = cross["measured"].map(lambda v: "correct" if v == "ok" else error_name(v))
 st.dataframe(cross, hide_index=True, key="runs_static_vs_measured", column_config={
@@ -65,7 +65,7 @@ st.dataframe(cross, hide_index=True, key="runs_static_vs_measured", column_confi
 })
 st.subheader("Reproducibility")
 st.caption("Rows timed more than once: spread of their measured medians (cv = std / mean across runs).")
-repeated = api.runs_reproducibility(store, cfg.runs_dir, f).to_pandas()
+repeated = api.runs_reproducibility(store, cfg, f).to_pandas()
 if repeated.empty:
     st.caption("No row has been timed twice yet (`python -m runner bulk --repeats 3` does that).")
 else:

@@ -44,7 +44,7 @@ else:
     st.stop()
 
 try:
-    table, unknown = data.scored(info, payload, name)
+    table, unknown = data.scored(info, cfg, payload, name)
 except PredictionsError as error:
     st.error(md(error))
     st.stop()

@@ -14,6 +14,7 @@ from ui import context, links, widgets
 from ui.labels import latest_status
 from ui.text import md
 
+cfg = context.settings()
 store = context.store_path()
 st.title("Search code")
 
@@ -41,7 +42,7 @@ def _progress(done: int, total: int) -> None:
 
 
 try:
-    result = api.search_hits(store, pattern, regex=mode == "regex", limit=limit, ignore_case=ignore_case,
+    result = api.search_hits(store, cfg, pattern, regex=mode == "regex", limit=limit, ignore_case=ignore_case,
                              progress=_progress)
 except api.SearchError as error:
     st.error(f"Cannot search for this pattern: {md(error)}")

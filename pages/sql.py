@@ -16,6 +16,7 @@ from ui.text import md
 TIME_LIMIT_S = 5.0
 MAX_ROWS = 1000
 
+cfg = context.settings()
 store = context.store_path()
 st.title("SQL console")
 st.caption("Read-only DuckDB over the tables `programs` (the index: one row per program, no code), `runs` "
@@ -30,10 +31,10 @@ links.sync_params(sql=query.strip() if query.strip() != default else None)
 clicked = st.button("Run", type="primary", key="sql_run")
 if clicked:
     st.session_state["sql_ran"] = query
-from_link = links.param("sql") is not None and not context.settings().read_only
+from_link = links.param("sql") is not None and not cfg.read_only
 if clicked or from_link or st.session_state.get("sql_ran") == query:
     try:
-        table = api.console(store, query, max_rows=MAX_ROWS, timeout_s=TIME_LIMIT_S)
+        table = api.console(store, cfg, query, max_rows=MAX_ROWS, timeout_s=TIME_LIMIT_S)
     except (api.ConsoleError, api.StoreError) as error:
         st.error(md(error))
     else:

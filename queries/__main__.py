@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
+from pathlib import Path
 
 from common.settings import Settings, load_settings
 from common.terminal import inert
@@ -60,13 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "agreement":
         return _agreement(args, settings)
     if args.command == "score-predictions":
-        return score_cli.main(args)
+        return score_cli.main(args, settings)
     if args.command == "near-dups":
         return _near_dups(args)
     if args.command == "export-train":
         from queries.export_train import main as export_train_main
 
-        return export_train_main(args)
+        return export_train_main(args, settings)
     try:
         if args.command == "ingest":
             keep_freed_memory()  # this process is the ingest's (the explorer's keeps glibc's defaults)
@@ -110,7 +112,8 @@ def _agreement(args: argparse.Namespace, settings: Settings) -> int:
     from queries.agreement import agreement, format_table
 
     try:
-        table = agreement(args.store, args.runs_dir or settings.runs_dir, profile=args.profile, settings=settings)
+        runs = replace(settings, runs_dir=Path(args.runs_dir)) if args.runs_dir else settings
+        table = agreement(args.store, runs, profile=args.profile)
     except StoreError as exc:
         print(inert(f"agreement: {exc}"), file=sys.stderr)
         return 1

@@ -23,11 +23,11 @@ COLUMNS = (
 )
 
 
-def agreement(store: Path | str, runs_dir: Path | str | None = None, f: Filters = NO_FILTERS,
-              profile: str | None = None, settings: Settings | None = None) -> pa.Table:
+def agreement(store: Path | str, settings: Settings, f: Filters = NO_FILTERS,
+              profile: str | None = None) -> pa.Table:
     """One row per profile: rows re-run under it, the label × verdict cross counts, `agreement` (share where
     they say the same) and quantiles of measured median / label (see `sql/agreement.sql`)."""
-    return connect(store, runs_dir, settings).execute("agreement", {**f.params(), "profile": profile})
+    return connect(store, settings).execute("agreement", {**f.params(), "profile": profile})
 
 
 def _cell(value) -> str:

@@ -1,7 +1,8 @@
 """The queries API the pages call: typed wrappers over `queries/sql/*.sql`, each returning Arrow tables.
 
-Every function takes the store path first. Program text is only returned by `row()` and
-`export(include_code=True)`; everything else works on the code-free index. Names: docs/ARCHITECTURE.md.
+Every function takes the store path first and the process's `Settings` (read once at its entry, passed down)
+second. Program text is only returned by `row()` and `export(include_code=True)`; everything else works on the
+code-free index. Names: docs/ARCHITECTURE.md.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from common.settings import Settings
 from queries.agreement import agreement
 from queries.console.statements import ConsoleError, console
 from queries.db import QueryTimeout, connect
@@ -59,8 +61,8 @@ class Overview:
 HISTOGRAM_BINS_PER_DECADE = 10
 
 
-def overview(store: Path | str, f: Filters = NO_FILTERS) -> Overview:
-    db = connect(store)
+def overview(store: Path | str, settings: Settings, f: Filters = NO_FILTERS) -> Overview:
+    db = connect(store, settings)
     params = f.params()
     return Overview(
         totals=db.execute("overview_totals", params, memo=True).to_pylist()[0],
@@ -72,14 +74,14 @@ def overview(store: Path | str, f: Filters = NO_FILTERS) -> Overview:
     )
 
 
-def problems(store: Path | str, f: Filters = NO_FILTERS, sort: str = "candidates", descending: bool = True,
-             limit: int | None = None, c: Candidates = HONEST) -> pa.Table:
+def problems(store: Path | str, settings: Settings, f: Filters = NO_FILTERS, sort: str = "candidates",
+             descending: bool = True, limit: int | None = None, c: Candidates = HONEST) -> pa.Table:
     """One row per problem (see `sql/setup_filtered.sql`, `problem_table`; label columns over the candidates `c`
     passes) with `best_speedup` (`sql/problem_speedups.sql`, null where no ranked row was re-run correct), sorted
     (ties by problem_key; nulls last either way)."""
     if sort not in PROBLEM_SORTS:
         raise ValueError(f"cannot sort problems by {sort!r}; choose one of {', '.join(PROBLEM_SORTS)}")
-    db = connect(store)
+    db = connect(store, settings)
     if f.is_empty and c.is_default:
         table = db.execute("problems_unfiltered")
     else:
@@ -91,10 +93,10 @@ def problems(store: Path | str, f: Filters = NO_FILTERS, sort: str = "candidates
     return table if limit is None else table.slice(0, max(int(limit), 0))
 
 
-def problem_summary(store: Path | str, problem_key: str, c: Candidates = HONEST) -> dict | None:
+def problem_summary(store: Path | str, settings: Settings, problem_key: str, c: Candidates = HONEST) -> dict | None:
     """The unfiltered problems-table row of one problem (label columns over the candidates `c` passes: the page
     header's fastest), or None when the store has no such problem."""
-    db = connect(store)
+    db = connect(store, settings)
     if c.is_default:
         rows = db.execute("problem_summary", {"problem_key": problem_key}).to_pylist()
     else:
@@ -107,53 +109,55 @@ def _one_problem(problem_key: str, f: Filters) -> dict:
     return replace(f, problem_key=problem_key).params()
 
 
-def problem_latencies(store: Path | str, problem_key: str, f: Filters = NO_FILTERS) -> pa.Table:
-    return connect(store).execute("problem_latencies", _one_problem(problem_key, f), memo=True)
+def problem_latencies(store: Path | str, settings: Settings, problem_key: str, f: Filters = NO_FILTERS) -> pa.Table:
+    return connect(store, settings).execute("problem_latencies", _one_problem(problem_key, f), memo=True)
 
 
-def fastest(store: Path | str, problem_key: str, k: int = 20, f: Filters = NO_FILTERS,
+def fastest(store: Path | str, settings: Settings, problem_key: str, k: int = 20, f: Filters = NO_FILTERS,
             c: Candidates = HONEST, fold_near: bool = False) -> pa.Table:
     """The problem's leaderboard (`sql/fastest.sql`) over the candidates `c` passes (by default Triton kernels only
     and no hack flag): copies folded, the shown row's latest re-run verdict, flags, Triton share, and speedup vs
     the eager reference timed in that run (`ref_median_ms`, `run_id`). `fold_near`: near-copies (one
     near-duplicate cluster) fold too."""
     params = {**_one_problem(problem_key, f), "k": max(int(k), 0), **c.params(), "fold_near": fold_near}
-    return connect(store).execute("fastest", params, memo=True)
+    return connect(store, settings).execute("fastest", params, memo=True)
 
 
-def flag_counts(store: Path | str, f: Filters = NO_FILTERS) -> pa.Table:
+def flag_counts(store: Path | str, settings: Settings, f: Filters = NO_FILTERS) -> pa.Table:
     """Rows per flag (static and latest run's) among the filtered rows: flag, kind, label, hack, rows, share,
     meaning (`sql/flag_counts.sql`)."""
-    return connect(store).execute("flag_counts", f.params(), memo=True)
+    return connect(store, settings).execute("flag_counts", f.params(), memo=True)
 
 
-def failures(store: Path | str, f: Filters = NO_FILTERS) -> pa.Table:
+def failures(store: Path | str, settings: Settings, f: Filters = NO_FILTERS) -> pa.Table:
     """Failed rows by their most trusted cause, each row once: source ('measured' where re-run, else 'triaged'
     where a CPU triage passed or failed, else 'static'), basis (what the count rests on: "measured on <GPU>",
     "triaged on CPU (torch X, sm_90)", "static"), error_type, rows, problems, share of all failed rows (see
     `sql/failures.sql`, `sql/setup_causes.sql`)."""
-    return connect(store).execute("failures", f.params(), memo=True)
+    return connect(store, settings).execute("failures", f.params(), memo=True)
 
 
-def unmeasured_failures(store: Path | str, f: Filters = NO_FILTERS) -> list[str]:
+def unmeasured_failures(store: Path | str, settings: Settings, f: Filters = NO_FILTERS) -> list[str]:
     """Ids of filtered rows with an empty label and no run result (a bulk re-run would measure their cause)."""
-    return connect(store).execute("unmeasured_failures", f.params(), memo=True)["id"].to_pylist()
+    return connect(store, settings).execute("unmeasured_failures", f.params(), memo=True)["id"].to_pylist()
 
 
-def failure_examples(store: Path | str, f: Filters = NO_FILTERS, limit: int = 50) -> pa.Table:
-    return connect(store).execute("failure_examples", {**f.params(), "limit": max(int(limit), 0)}, memo=True)
+def failure_examples(store: Path | str, settings: Settings, f: Filters = NO_FILTERS, limit: int = 50) -> pa.Table:
+    params = {**f.params(), "limit": max(int(limit), 0)}
+    return connect(store, settings).execute("failure_examples", params, memo=True)
 
 
-def overlap(store: Path | str) -> pa.Table:
-    return connect(store).execute("overlap", memo=True)
+def overlap(store: Path | str, settings: Settings) -> pa.Table:
+    return connect(store, settings).execute("overlap", memo=True)
 
 
-def overlap_summary(store: Path | str) -> pa.Table:
-    return connect(store).execute("overlap_summary", memo=True)
+def overlap_summary(store: Path | str, settings: Settings) -> pa.Table:
+    return connect(store, settings).execute("overlap_summary", memo=True)
 
 
-def selected_rows(store: Path | str, runs_dir: Path | str | None, f: Filters = NO_FILTERS,
+def selected_rows(store: Path | str, settings: Settings, f: Filters = NO_FILTERS,
                   problem: str | None = None) -> pa.Table:
-    """id, code_shard, code_rg of the rows the pages' filters pick (latest verdicts from `runs_dir` and the
-    store's own results), optionally of one problem given by key or test id; in id order. `runner bulk` uses it."""
-    return connect(store, runs_dir).execute("selected_rows", {**f.params(), "problem": problem})
+    """id, code_shard, code_rg of the rows the pages' filters pick (latest verdicts from `settings.runs_dir` and
+    the store's own results), optionally of one problem given by key or test id; in id order. `runner bulk` uses
+    it."""
+    return connect(store, settings).execute("selected_rows", {**f.params(), "problem": problem})

@@ -1,12 +1,12 @@
 """The DuckDB connection factory and the one `execute(sql_name, params)` path, with a time limit.
 
-`connect(store)` loads the store's `index.parquet`, the run results and the CPU triage results into in-memory
-tables, then locks the
-connection down: no file or network access, no Python-variable scans, configuration locked. Small answers can be
-memoized per connection (`execute(..., memo=True)`), dropped whenever the run or triage results change.
-One connection is kept per (store path, `meta.json` mtime, runs dir), so a rebuilt store is noticed; new result
-files are noticed on the next `connect()` and reload only the `runs` table (new triage files: the `triage` table). Queries run on their own cursor and
-are interrupted from a timer thread past their limit. Program text never enters DuckDB.
+`connect(store, settings)` loads the store's `index.parquet`, the run results and the CPU triage results (of
+`settings.runs_dir`) into in-memory tables, then locks the connection down: no file or network access, no
+Python-variable scans, configuration locked. Small answers can be memoized per connection (`execute(...,
+memo=True)`), dropped whenever the run or triage results change. One connection is kept per (store path, store
+version, runs dir), so a rebuilt store is noticed; new result files are noticed on the next `connect()` and reload
+only the `runs` table (new triage files: the `triage` table). Queries run on their own cursor and are interrupted
+from a timer thread past their limit. Program text never enters DuckDB.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from common.errors import TlxError
 from common.results_log import results_signature
-from common.settings import Settings, load_settings
+from common.settings import Settings
 from common.triage_log import triage_signature
 from queries.checks_table import checks_table, outcome_labels_table, outcomes_table
 from queries.memo import Memo
@@ -197,11 +197,11 @@ _CACHE: dict[tuple[str, int, str], Database] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def connect(store: Path | str, runs_dir: Path | str | None = None, settings: Settings | None = None) -> Database:
-    """The cached `Database` of `store` (rebuilt when its meta.json changes); runs from `runs_dir` or settings."""
-    settings = settings or load_settings()
+def connect(store: Path | str, settings: Settings) -> Database:
+    """The cached `Database` of `store` (rebuilt when its meta.json changes), with the run and triage results of
+    `settings.runs_dir` and DuckDB's limits from `settings` (read once at the process's entry, passed down)."""
     path = Path(store).expanduser().resolve()
-    runs = Path(runs_dir).expanduser().resolve() if runs_dir is not None else settings.runs_dir
+    runs = settings.runs_dir.expanduser().resolve()
     key = (str(path), store_version(path), str(runs))
     with _CACHE_LOCK:
         db = _CACHE.get(key)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from common.program.parse import ParsedProgram, parse_program
+from common.settings import Settings
 from queries.db import connect
 from queries.store import StoreError
 
@@ -34,9 +35,9 @@ class RowDetail:
     program_error: str | None = None
 
 
-def row(store: Path | str, row_id: str) -> RowDetail | None:
+def row(store: Path | str, settings: Settings, row_id: str) -> RowDetail | None:
     """The detail of `row_id`, or None when the store holds no such row."""
-    db = connect(store)
+    db = connect(store, settings)
     params = {"row_id": str(row_id)}
     metas = db.execute("row_meta", params).to_pylist()
     if not metas:

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from common.errors import TlxError
+from common.settings import Settings
 from queries.db import Database, connect
 from queries.filters import HONEST, NO_FILTERS, Candidates, Filters
 from queries.store import LOCATION_COLUMNS
@@ -38,13 +39,14 @@ def _jsonl(db: Database, table: pa.Table) -> bytes:
     return "".join(line + "\n" for line in lines).encode("utf-8")
 
 
-def export(store: Path | str, f: Filters = NO_FILTERS, fmt: str = "parquet", fastest_correct: bool = False,
+def export(store: Path | str, settings: Settings, f: Filters = NO_FILTERS, fmt: str = "parquet",
+           fastest_correct: bool = False,
            include_code: bool = False, c: Candidates = HONEST) -> bytes:
     """The filtered index rows (by id), or the fastest correct row per problem among the candidates `c` passes
     (the leaderboard's filter), as `fmt` bytes."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    db = connect(store)
+    db = connect(store, settings)
     table = db.execute("export_fastest_correct" if fastest_correct else "export_rows", {**f.params(), **c.params()})
     if include_code:
         if table.num_rows > MAX_CODE_ROWS:

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from common.errors import TlxError
+from common.settings import Settings
 from queries.db import connect
 from queries.neardup.views import clustered
 from queries.store import LOCATION_COLUMNS, Store, StoreError, replace_file
@@ -42,13 +43,13 @@ class TrainExport:
     report: dict  # counts: train_rows, kept, removed by reason; the holdout groups and the members rule
 
 
-def train_export(store: Path | str, holdout_groups: list[str] | None = None,
+def train_export(store: Path | str, settings: Settings, holdout_groups: list[str] | None = None,
                  representative: bool = True) -> TrainExport:
     """The leakage-free training rows of `store` against test's `holdout_groups` (None: all)."""
     if not clustered(store):
         raise TrainExportError(f"{store}: no near-duplicate components yet, so near-copies of test rows cannot be "
                                f"left out; run `python -m queries near-dups --store {store}` first")
-    db = connect(store)
+    db = connect(store, settings)
     known = set(db.run("SELECT DISTINCT holdout_group FROM programs WHERE split = 'test' "
                        "AND holdout_group IS NOT NULL")["holdout_group"].to_pylist())
     unknown = sorted(set(holdout_groups or ()) - known)
@@ -116,9 +117,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-code", action="store_true", help="index fields only, no program text")
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, settings: Settings) -> int:
     try:
-        export = train_export(args.store, args.holdout_group, representative=not args.all_members)
+        export = train_export(args.store, settings, args.holdout_group, representative=not args.all_members)
         write_train_export(args.store, Path(args.out), export, with_code=not args.no_code)
     except (TrainExportError, StoreError) as exc:
         print(f"export-train: {exc}", file=sys.stderr)

@@ -16,7 +16,7 @@ from pathlib import Path
 from common.errors import TlxError
 from common.settings import Settings
 
-_stores: dict[Path, object] = {}
+_stores: dict[tuple[Path, int], object] = {}  # per (path, `queries.store.store_version`)
 _stores_lock = threading.Lock()
 
 
@@ -58,31 +58,39 @@ def resolve_store(store: Path | None, settings: Settings | None) -> Path:
 
 
 def open_store(store: Path | None, settings: Settings | None):
-    """A cached `queries.store.Store` for the path (its row lookup is loaded once)."""
+    """A cached `queries.store.Store` for the path (its row lookup is loaded once), kept per store version like
+    every cache of a store: a rebuilt store is opened again, its old handle dropped."""
     with _store_packages():
-        from queries.store import Store, StoreError
+        from queries.store import Store, StoreError, store_version
 
     path = resolve_store(store, settings)
+    try:
+        key = (path, store_version(path))
+    except StoreError as e:
+        raise StoreUnavailable(str(e)) from None
     with _stores_lock:
-        if path not in _stores:
+        if key not in _stores:
             try:
-                _stores[path] = Store(path)
+                handle = Store(path)
             except StoreError as e:
                 raise StoreUnavailable(str(e)) from None
-        return _stores[path]
+            for old in [k for k in _stores if k[0] == path]:
+                del _stores[old]
+            _stores[key] = handle
+        return _stores[key]
 
 
-def filtered_rows(store: Path, runs_dir: Path, *, problem: str | None = None, **filters: str | None,
+def filtered_rows(store: Path, settings: Settings, *, problem: str | None = None, **filters: str | None,
                   ) -> list[tuple[str, int, int]]:
     """(row id, code shard, code row group) of the rows `queries.api.selected_rows` picks with these
     `queries.filters.Filters` fields (split, holdout_group, status, error_type, error_source, triage_status,
-    triage_error), in id order."""
+    triage_error), with the latest verdicts of `settings.runs_dir`, in id order."""
     with _store_packages():
         from queries import api
         from queries.filters import Filters
 
     try:
-        table = api.selected_rows(store, runs_dir, Filters(**filters), problem=problem)
+        table = api.selected_rows(store, settings, Filters(**filters), problem=problem)
     except (api.StoreError, api.QueryTimeout) as e:
         raise StoreUnavailable(str(e)) from None
     return list(zip(table["id"].to_pylist(), table["code_shard"].to_pylist(), table["code_rg"].to_pylist(),

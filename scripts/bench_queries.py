@@ -24,6 +24,7 @@ import duckdb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from common.settings import Settings, load_settings  # noqa: E402
 from queries import api  # noqa: E402
 from queries.db import clear_cache, connect  # noqa: E402
 from queries.filters import Filters  # noqa: E402
@@ -52,27 +53,27 @@ def p95(times: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
-def store_questions(store: Path) -> dict[str, Callable[[], object]]:
-    problems = api.problems(store)
+def store_questions(store: Path, settings: Settings) -> dict[str, Callable[[], object]]:
+    problems = api.problems(store, settings)
     key = problems["problem_key"][0].as_py()
     row_id = problems["best_id"][len(problems) // 2].as_py()
     test_only = Filters(split="test")
     return {
-        "overview": lambda: api.overview(store),
-        "overview (test, failed)": lambda: api.overview(store, Filters(split="test", status="failed")),
-        "problems table": lambda: api.problems(store),
-        "problems table (test)": lambda: api.problems(store, test_only),
-        "problem summary": lambda: api.problem_summary(store, key),
-        "problem latencies": lambda: api.problem_latencies(store, key),
-        "fastest 20": lambda: api.fastest(store, key, 20),
-        "failures": lambda: api.failures(store),
-        "failure examples": lambda: api.failure_examples(store),
-        "overlap": lambda: api.overlap(store),
-        "row (program + parse)": lambda: api.row(store, row_id),
-        "search substring (rare)": lambda: api.search_code(store, "no such text anywhere", limit=100),
-        "search regex (common)": lambda: api.search_code(store, r"tl\.program_id\(\d\)", regex=True),
-        "export fastest correct": lambda: api.export(store, fastest_correct=True),
-        "console group by": lambda: api.console(store, "SELECT split, count(*) FROM programs GROUP BY split"),
+        "overview": lambda: api.overview(store, settings),
+        "overview (test, failed)": lambda: api.overview(store, settings, Filters(split="test", status="failed")),
+        "problems table": lambda: api.problems(store, settings),
+        "problems table (test)": lambda: api.problems(store, settings, test_only),
+        "problem summary": lambda: api.problem_summary(store, settings, key),
+        "problem latencies": lambda: api.problem_latencies(store, settings, key),
+        "fastest 20": lambda: api.fastest(store, settings, key, 20),
+        "failures": lambda: api.failures(store, settings),
+        "failure examples": lambda: api.failure_examples(store, settings),
+        "overlap": lambda: api.overlap(store, settings),
+        "row (program + parse)": lambda: api.row(store, settings, row_id),
+        "search substring (rare)": lambda: api.search_code(store, settings, "no such text anywhere", limit=100),
+        "search regex (common)": lambda: api.search_code(store, settings, r"tl\.program_id\(\d\)", regex=True),
+        "export fastest correct": lambda: api.export(store, settings, fastest_correct=True),
+        "console group by": lambda: api.console(store, settings, "SELECT split, count(*) FROM programs GROUP BY split"),
     }
 
 
@@ -111,11 +112,12 @@ def main() -> None:
     parser.add_argument("--raw-repeat", type=int, default=3)
     args = parser.parse_args()
     store = args.store.resolve()
+    settings = load_settings()  # once, at the script's entry
 
     started = time.perf_counter()
-    connect(store)
+    connect(store, settings)
     connect_ms = (time.perf_counter() - started) * 1000
-    questions = store_questions(store)
+    questions = store_questions(store, settings)
     results: dict[str, dict[str, float]] = {}
     for name, fn in questions.items():
         cold = []
@@ -123,7 +125,7 @@ def main() -> None:
             clear_cache()
             cold += timed(fn, 1)
         warm = timed(fn, args.repeat)
-        db = connect(store)
+        db = connect(store, settings)
         db.memo_enabled = False
         computed = timed(fn, args.repeat)
         db.memo_enabled = True
@@ -140,7 +142,7 @@ def main() -> None:
             times = timed(fn, args.raw_repeat)
             results[name].update(raw_median=statistics.median(times), raw_p95=p95(times))
 
-    rows = api.overview(store).totals["rows"]
+    rows = api.overview(store, settings).totals["rows"]
     print(f"store {store} ({rows} rows); connect {connect_ms:.0f} ms; peak RSS {rss_gb:.2f} GB; "
           f"warm n={args.repeat}, cold n={args.cold}, raw n={args.raw_repeat}")
     print("warm: answers memoized per connection where the API memoizes; computed: memo off, every query run")

@@ -26,6 +26,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from common.settings import Settings, load_settings
 from queries.search.engine import forget_searches, search_code
 from queries.store import CODE_DIR, SEARCH_DIR, SEARCH_META
 
@@ -45,20 +46,20 @@ def _bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def _timed(store: Path, pattern: str, kind: str, limit: int):
+def _timed(store: Path, settings: Settings, pattern: str, kind: str, limit: int):
     started, cpu = time.perf_counter(), time.process_time()
-    result = search_code(store, pattern, regex=kind == "regex", ignore_case=kind == "literal, any case", limit=limit)
+    result = search_code(store, settings, pattern, regex=kind == "regex", ignore_case=kind == "literal, any case", limit=limit)
     return result, time.perf_counter() - started, time.process_time() - cpu
 
 
-def _run(store: Path, pattern: str, kind: str, repeat: int, limit: int) -> dict:
+def _run(store: Path, settings: Settings, pattern: str, kind: str, repeat: int, limit: int) -> dict:
     times, cpus = [], []
     for _ in range(repeat):
         forget_searches()
-        result, took, cpu = _timed(store, pattern, kind, limit)
+        result, took, cpu = _timed(store, settings, pattern, kind, limit)
         times.append(took)
         cpus.append(cpu)
-    again, memo_time, _ = _timed(store, pattern, kind, limit)
+    again, memo_time, _ = _timed(store, settings, pattern, kind, limit)
     assert again.memoized and again.total == result.total
     return {"pattern": pattern, "kind": kind, "total": result.total, "method": result.method,
             "read": result.rows_scanned, "times": times, "cpus": cpus, "memo": memo_time}
@@ -80,10 +81,11 @@ def main() -> None:
         sys.exit(f"{args.store} has no search index ({meta_path} missing)")
     meta = json.loads(meta_path.read_text())
     load = os.getloadavg()[0]
-    search_code(args.store, "warm up: open the index", limit=1)
-    rows = [_run(args.store, p, "literal", args.repeat, args.limit) for p in LITERALS]
-    rows += [_run(args.store, p, "literal, any case", args.repeat, args.limit) for p in IGNORING_CASE]
-    rows += [_run(args.store, p, "regex", args.repeat, args.limit) for p in REGEXES]
+    settings = load_settings()  # once, at the script's entry
+    search_code(args.store, settings, "warm up: open the index", limit=1)
+    rows = [_run(args.store, settings, p, "literal", args.repeat, args.limit) for p in LITERALS]
+    rows += [_run(args.store, settings, p, "literal, any case", args.repeat, args.limit) for p in IGNORING_CASE]
+    rows += [_run(args.store, settings, p, "regex", args.repeat, args.limit) for p in REGEXES]
     code, index = _bytes(args.store / CODE_DIR), _bytes(args.store / SEARCH_DIR)
     print(f"date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {platform.node()}: nproc {os.cpu_count()}, "
           f"load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
@@ -91,7 +93,7 @@ def main() -> None:
           f"{index / 1e6:,.0f} MB = {index / code:.0%} of the code shards' {code / 1e6:,.0f} MB; built in "
           f"{meta['seconds']:.1f} s")
     print(f"peak RSS of this process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB (the index's "
-          f"decompressed lines kept: queries/search/index.py, CACHE_BYTES, TLX_SEARCH_CACHE_MB)")
+          f"decompressed lines kept: queries/search/index.py, cache_bytes_of, TLX_SEARCH_CACHE_MB)")
     print(f"command: python scripts/bench_search.py --store {args.store} --repeat {args.repeat} --limit {args.limit}")
     print()
     print("| pattern | kind | matching rows | answered by | programs read | computed median ms | max ms | CPU ms "

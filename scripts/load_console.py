@@ -22,6 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from common.settings import Settings, load_settings  # noqa: E402
 from queries import api  # noqa: E402
 from queries.console import pool as console_pool  # noqa: E402
 from scripts.load_common import percentile, run_clients  # noqa: E402
@@ -74,14 +75,14 @@ def sample(peaks: dict[str, int], stop: threading.Event) -> None:
         peaks["workers_rss_kib"] = max(peaks["workers_rss_kib"], sum(rss_kib(p) for p in workers))
 
 
-def session(store: Path, index: int, until: float, bad_every: int, times: dict, errors: list, busy: list) -> None:
+def session(store: Path, settings: Settings, index: int, until: float, bad_every: int, times: dict, errors: list, busy: list) -> None:
     round_ = 0
     while time.monotonic() < until:
         hostile = bad_every and round_ % bad_every == bad_every - 1
         kind, sql = (HOSTILE if hostile else GOOD)[(index + round_) % len(HOSTILE if hostile else GOOD)]
         started = time.monotonic()
         try:
-            table = api.console(store, sql, max_rows=1000, timeout_s=5.0)
+            table = api.console(store, settings, sql, max_rows=1000, timeout_s=5.0)
             if hostile:
                 errors.append(f"{kind}: answered with {table.num_rows} rows")
         except api.ConsoleError as e:
@@ -99,14 +100,15 @@ def session(store: Path, index: int, until: float, bad_every: int, times: dict, 
 
 def run(args) -> dict:
     store = args.store.resolve()
-    api.console(store, "SELECT 1")  # one warm worker, as a running explorer has
+    settings = load_settings()  # once, at the script's entry
+    api.console(store, settings, "SELECT 1")  # one warm worker, as a running explorer has
     times: dict[str, list[float]] = defaultdict(list)
     errors: list[str] = []
     busy: list[str] = []
     peaks = {"parent_rss_kib": rss_kib(os.getpid()), "workers": 0, "workers_rss_kib": 0}
     rss_before = peaks["parent_rss_kib"]
     until = time.monotonic() + min(args.duration, 600.0)
-    threads = [threading.Thread(target=session, args=(store, i, until, args.bad_every, times, errors, busy))
+    threads = [threading.Thread(target=session, args=(store, settings, i, until, args.bad_every, times, errors, busy))
                for i in range(args.clients)]
     elapsed = run_clients(threads, sample, peaks)
     good = [t for k, v in times.items() if not k.startswith("hostile") for t in v]

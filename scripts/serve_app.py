@@ -28,10 +28,11 @@ def preload() -> float:
     from runner.rows import StoreUnavailable, resolve_store
 
     try:
-        store = resolve_store(None, load_settings())  # TLX_STORE, else the embedded sample store (built on first use)
-        api.overview(store)
-        api.failures(store)
-        api.problems(store)
+        settings = load_settings()  # once, at the script's entry
+        store = resolve_store(None, settings)  # TLX_STORE, else the embedded sample store (built on first use)
+        api.overview(store, settings)
+        api.failures(store, settings)
+        api.problems(store, settings)
     except (api.StoreError, StoreUnavailable, OSError, ValueError) as error:  # the app shows it to the visitor
         print(f"[serve] store not preloaded: {error}", file=sys.stderr)
     return time.perf_counter() - started

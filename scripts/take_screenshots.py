@@ -42,10 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     from queries.filters import Filters
     from runner.rows import resolve_store
 
-    store = resolve_store(None, load_settings())  # TLX_STORE, else the embedded sample store
+    settings = load_settings()  # once, at the script's entry
+    store = resolve_store(None, settings)  # TLX_STORE, else the embedded sample store
     runs = Path(tempfile.mkdtemp(prefix="tlx-shots-runs-"))
-    problem = api.problems(store, sort="candidates").to_pylist()[0]["problem_key"]
-    failed = api.failure_examples(store, Filters(error_type="compile_error", error_source="measured"), limit=1)
+    problem = api.problems(store, settings, sort="candidates").to_pylist()[0]["problem_key"]
+    failed = api.failure_examples(store, settings, Filters(error_type="compile_error", error_source="measured"), limit=1)
     failed_row = failed["id"][0].as_py()
     views = [
         ("overview", "/"), ("problems", "/problems"), ("problem", f"/problem?problem={problem}&view=ecdf"),

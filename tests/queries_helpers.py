@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from common.settings import Settings, load_settings
 from tests.fixtures import TEST, TRAIN
+
+
+def settings_now(runs_dir: Path | str | None = None) -> Settings:
+    """The settings a process started now would read, as an entry point reads them and passes them down (the runs
+    folder: `empty_runs`' or the test's own TLX_RUNS_DIR), or with `runs_dir` as its runs folder."""
+    settings = load_settings()
+    return settings if runs_dir is None else replace(settings, runs_dir=Path(runs_dir))
 
 
 def fixture_rows() -> list[dict]:

@@ -12,6 +12,10 @@ functions, `TYPE_CHECKING` blocks included, read with `ast`):
 - the runner's wings: `child` imports no `sandbox`, `gpu`, `service` or `bulk` module but the gate, `sandbox` and `gpu` no `service` or
   `bulk`, and `service` and `bulk` not each other.
 
+Settings: `common.settings.load_settings()` is called only at a process's entry (`SETTINGS_ENTRIES`: the
+explorer's session, each command's main, a console worker's main), never at import and never deeper: everything
+below takes the `Settings` as a parameter.
+
 Docs, in the manner of datasette's: every `TLX_*` variable the code reads and every subcommand of
 `python -m queries` / `python -m runner` is named in README.md or docs/, and the docs name none the code lacks.
 """
@@ -40,6 +44,19 @@ WING_BARRIERS = {
     "runner.service": ("runner.bulk",),
     "runner.bulk": ("runner.service", "runner.triage"),
     "runner.triage": ("runner.service",),
+}
+
+
+# (module, function) where a process reads its settings, once; everything below them takes `Settings` passed down
+SETTINGS_ENTRIES = {
+    ("ui.context", "settings"),  # the explorer: once per browser session, kept in it
+    ("queries.__main__", "main"),  # python -m queries
+    ("queries.console.child", "main"),  # a SQL-console worker process
+    ("runner.__main__", "eval_main"),  # python -m runner eval
+    ("runner.service.app", "main"),  # serve
+    ("runner.service.client", "main"),  # submit
+    ("runner.bulk.command", "main"),
+    ("runner.triage.command", "main"),
 }
 
 
@@ -150,6 +167,33 @@ def violations(graph: dict[str, set[str]], tops: dict[str, set[str]]) -> list[st
     return bad
 
 
+def _calls_of(node: ast.AST, names: set[str], where: tuple[str, ...] = ()) -> set[str]:
+    """Where under `node` a function named one of `names` (or `<anything>.load_settings`) is called: the dotted
+    classes and functions around each call, "<module>" at import."""
+    found = set()
+    for child in ast.iter_child_nodes(node):
+        inner = (*where, child.name) if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) else where
+        func = child.func if isinstance(child, ast.Call) else None
+        if (isinstance(func, ast.Name) and func.id in names) or (isinstance(func, ast.Attribute)
+                                                                and func.attr == "load_settings"):
+            found.add(".".join(where) or "<module>")
+        found |= _calls_of(child, names, inner)
+    return found
+
+
+def settings_reads(root: Path, packages: tuple[str, ...] = PACKAGES) -> set[tuple[str, str]]:
+    """(module, where) of every call of `load_settings` in the packages and app.py, under whatever name it was
+    imported (`_calls_of`)."""
+    files = dict(module_names(root, packages), **({"app": root / "app.py"} if (root / "app.py").is_file() else {}))
+    found = set()
+    for name, path in files.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        aliases = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                   for alias in node.names if alias.name == "load_settings"}
+        found |= {(name, where) for where in _calls_of(tree, aliases)}
+    return found
+
+
 def test_no_import_circles():
     graph, _ = import_graph(ROOT)
     assert len(graph) > 80, "the walk found too few modules"
@@ -196,6 +240,29 @@ def test_the_checks_catch_what_they_are_for(tmp_path):
         "runner.r imports queries.q (runner imports queries only in runner.rows)",
         "ui.u imports runner.r (ui imports of runner only runner.service.client, runner.profiles)",
     ]
+
+
+def test_settings_are_read_at_the_entry_points_only():
+    reads = settings_reads(ROOT)
+    assert sorted(reads - SETTINGS_ENTRIES) == [], "settings read below an entry point: pass them down instead"
+    assert sorted(SETTINGS_ENTRIES - reads) == [], "an entry point listed that no longer reads the settings"
+
+
+def test_the_settings_check_catches_a_deep_read(tmp_path):
+    files = {
+        "queries/__init__.py": "", "queries/__main__.py": "from common.settings import load_settings\n"
+                                                         "def main():\n    settings = load_settings()\n",
+        "queries/db.py": "from common.settings import load_settings as read\ndef connect(store, settings=None):\n"
+                         "    settings = settings or read()\n",
+        "queries/index.py": "import common.settings\nCACHE = common.settings.load_settings().search_cache_mb\n",
+        "ui/__init__.py": "", "ui/panel.py": "class Panel:\n    def show(self):\n"
+                                             "        from common.settings import load_settings\n        load_settings()\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    assert settings_reads(tmp_path, ("queries", "ui")) - SETTINGS_ENTRIES == {
+        ("queries.db", "connect"), ("queries.index", "<module>"), ("ui.panel", "Panel.show")}
 
 
 # -- docs ------------------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from common.results_log import ResultsLog, read_results
 from runner.bulk.command import add_arguments, done_counts, select_rows
 from runner.spec import RunSpec
 from tests.fixtures import program
+from tests.queries_helpers import settings_now
 
 REPO = Path(__file__).resolve().parent.parent
 GOOD = program("relu", 128, "bulk_k")
@@ -72,9 +74,25 @@ def options(**kw) -> argparse.Namespace:
     return ns
 
 
+def test_the_runner_reads_a_rebuilt_store_again(tmp_path):
+    """The runner's store handle is kept per store version (`queries.store.store_version`), like every cache of a
+    store: after a rebuild in place, rows resolve against the new build and /health names it."""
+    from runner.rows import load_program, open_store, store_identity
+
+    store = make_store(tmp_path / "one", [GOOD])
+    first = open_store(store, None)
+    assert open_store(store, None) is first and load_program(store, "train/000000", None) == GOOD
+    old_build = store_identity(store, None)["build_id"]
+    shutil.rmtree(tmp_path / "one" / "source")
+    rebuilt = make_store(tmp_path / "one", [WRONG])  # the same folder, rebuilt with another program
+    assert open_store(rebuilt, None) is not first
+    assert load_program(rebuilt, "train/000000", None) == WRONG
+    assert store_identity(rebuilt, None)["build_id"] not in (None, old_build)
+
+
 def test_selection_filters(fixture_store, tmp_path):
     def ids(**kw) -> list[str]:
-        return [r[0] for r in select_rows(fixture_store, options(**kw), tmp_path)]
+        return [r[0] for r in select_rows(fixture_store, options(**kw), settings_now(tmp_path))]
 
     assert len(ids()) == 15 and ids() == sorted(ids())
     assert ids(split="test", problem="1_19") == ["test/000000", "test/000001"]

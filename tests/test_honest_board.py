@@ -19,7 +19,7 @@ from queries.db import clear_cache
 from queries.filters import Candidates, Filters
 from queries.ingest import ingest
 from tests.fixtures import program
-from tests.queries_helpers import result, write_results
+from tests.queries_helpers import result, settings_now, write_results
 from ui.board import reference_spread, row_flags_text, share_text
 
 HONEST = program("relu")
@@ -66,7 +66,7 @@ def board(tmp_path_factory):
 
 
 def key_of(store) -> str:
-    return api.problems(store)["problem_key"][0].as_py()
+    return api.problems(store, settings_now())["problem_key"][0].as_py()
 
 
 def test_static_flags_of_the_rows(board):
@@ -83,49 +83,49 @@ def test_static_flags_of_the_rows(board):
 ])
 def test_one_candidate_filter_everywhere(board, candidates, expected):
     key = key_of(board)
-    assert api.fastest(board, key, c=candidates)["id"].to_pylist() == expected
-    summary = api.problem_summary(board, key, candidates)
+    assert api.fastest(board, settings_now(), key, c=candidates)["id"].to_pylist() == expected
+    summary = api.problem_summary(board, settings_now(), key, candidates)
     assert summary["best_id"] == expected[0] and summary["ranked"] == len(expected)
-    assert api.problems(board, c=candidates)["best_id"].to_pylist() == [expected[0]]
-    assert api.problems(board, Filters(split="train"), c=candidates)["y_min"].to_pylist() == [
+    assert api.problems(board, settings_now(), c=candidates)["best_id"].to_pylist() == [expected[0]]
+    assert api.problems(board, settings_now(), Filters(split="train"), c=candidates)["y_min"].to_pylist() == [
         dict(zip(ids(*range(6)), [y for _, y in ROWS], strict=True))[expected[0]]]
-    exported = api.export(board, fmt="jsonl", fastest_correct=True, c=candidates).decode().splitlines()
+    exported = api.export(board, settings_now(), fmt="jsonl", fastest_correct=True, c=candidates).decode().splitlines()
     assert [json.loads(line)["id"] for line in exported] == [expected[0]]
 
 
 def test_a_non_hack_flag_is_ranked_and_shown(board):
-    row = next(r for r in api.fastest(board, key_of(board)).to_pylist() if r["id"] == ids(5)[0])
+    row = next(r for r in api.fastest(board, settings_now(), key_of(board)).to_pylist() if r["id"] == ids(5)[0])
     assert row["flags"] == ["precision_downcast"] and "precision_downcast" not in HACK_FLAGS
 
 
 def test_leaderboard_carries_the_runs_reference_and_triton_share(board):
-    rows = {r["id"]: r for r in api.fastest(board, key_of(board)).to_pylist()}
+    rows = {r["id"]: r for r in api.fastest(board, settings_now(), key_of(board)).to_pylist()}
     first, second = rows[ids(0)[0]], rows[ids(1)[0]]
     assert (first["speedup_vs_reference"], first["ref_median_ms"], first["triton_share"]) == (2.0, 0.2, 0.9)
     assert share_text(first["triton_share"], first["launches_checked"], first["run_id"]) == "90%"
     assert share_text(second["triton_share"], second["launches_checked"], second["run_id"]) == "not checked"
     assert share_text(None, None, None) == "—"
-    note, ratio = reference_spread(api.fastest(board, key_of(board)))
+    note, ratio = reference_spread(api.fastest(board, settings_now(), key_of(board)))
     assert "2 different runs" in note and "0.2-0.3 ms" in note and ratio == pytest.approx(1.5)
-    assert reference_spread(api.fastest(board, key_of(board), k=1)) is None
+    assert reference_spread(api.fastest(board, settings_now(), key_of(board), k=1)) is None
 
 
 def test_flag_filter_and_counts(board):
-    assert api.problem_latencies(board, key_of(board), Filters(flag="no_triton_launch"))["id"].to_pylist() == ids(4)
-    counts = {r["flag"]: r for r in api.flag_counts(board).to_pylist()}
+    assert api.problem_latencies(board, settings_now(), key_of(board), Filters(flag="no_triton_launch"))["id"].to_pylist() == ids(4)
+    counts = {r["flag"]: r for r in api.flag_counts(board, settings_now()).to_pylist()}
     assert {name: r["rows"] for name, r in counts.items()} == {
         "torch_compute_in_forward": 1, "kernel_never_called": 1, "precision_downcast": 1, "no_triton_launch": 1,
         "state_loaded": 1, "ref_launch_bound": 1}
     assert counts["ref_launch_bound"]["label"] == "reference: launch-bound" and not counts["ref_launch_bound"]["hack"]
     assert counts["no_triton_launch"]["hack"] and not counts["state_loaded"]["hack"]
     assert counts["state_loaded"]["meaning"] == next(c.meaning for c in CHECKS if c.name == "state_loaded")
-    assert api.overview(board).totals["flagged_rows"] == 2
+    assert api.overview(board, settings_now()).totals["flagged_rows"] == 2
 
 
 def test_level_filter(fixture_store):
-    levels = {r["problem_id"] for r in api.problems(fixture_store, Filters(level=2)).to_pylist()}
+    levels = {r["problem_id"] for r in api.problems(fixture_store, settings_now(), Filters(level=2)).to_pylist()}
     assert levels == {"2_5"}
-    assert api.failures(fixture_store, Filters(level=3)).num_rows == 0
+    assert api.failures(fixture_store, settings_now(), Filters(level=3)).num_rows == 0
     with pytest.raises(TypeError):
         Filters(level="2")
 
@@ -136,20 +136,20 @@ def test_a_store_without_static_flags_opens_as_not_checked(fixture_store, tmp_pa
     index = pq.read_table(old / "index.parquet")
     pq.write_table(index.drop_columns(["static_flags"]), old / "index.parquet")
     clear_cache()
-    totals = api.overview(old).totals
+    totals = api.overview(old, settings_now()).totals
     assert totals["static_unchecked_rows"] == totals["rows"] and totals["flagged_rows"] == 0
-    assert api.flag_counts(old).num_rows == 0
-    key = api.problems(old)["problem_key"][0].as_py()
-    board = api.fastest(old, key).to_pylist()
+    assert api.flag_counts(old, settings_now()).num_rows == 0
+    key = api.problems(old, settings_now())["problem_key"][0].as_py()
+    board = api.fastest(old, settings_now(), key).to_pylist()
     assert board and all(r["static_not_checked"] for r in board)
     assert row_flags_text([], True) == "not checked" and row_flags_text([], False) == "none"
-    assert api.row(old, "train/000000").meta["static_flags"] is None
+    assert api.row(old, settings_now(), "train/000000").meta["static_flags"] is None
 
 
 def test_new_run_flags_move_rows_out_of_the_problems_table(board, tmp_path, monkeypatch):
     runs = tmp_path / "runs"
     monkeypatch.setenv("TLX_RUNS_DIR", str(runs))
     write_results(runs, [])
-    assert api.problems(board)["best_id"].to_pylist() == ids(4)  # row 4's flagged run is in the other folder
+    assert api.problems(board, settings_now())["best_id"].to_pylist() == ids(4)  # row 4's flagged run is in the other folder
     write_results(runs, [result(ids(4)[0], "failed", "output_mismatch") | {"flags": ["output_reused"]}], name="w2.jsonl")
-    assert api.problems(board)["best_id"].to_pylist() == ids(5)
+    assert api.problems(board, settings_now())["best_id"].to_pylist() == ids(5)

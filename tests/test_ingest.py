@@ -16,6 +16,7 @@ from common.settings import REPO_ROOT, load_settings
 from queries.ingest import IngestError, ensure_sample_store, ingest
 from queries.store import Store, StoreError
 from tests.fixtures import PROBLEM_IDS, TEST, TRAIN, program, write_fixture_shard
+from tests.queries_helpers import settings_now
 
 
 def _index(store: Path) -> dict[str, dict]:
@@ -246,7 +247,7 @@ def test_runs_published_beside_the_sources_travel_with_the_store(tmp_path):
     summary = ingest([str(src)], tmp_path / "store", progress=False)
     assert summary["shipped_runs"] == [str(src / "runs-gpu.jsonl")]
     assert sorted(p.name for p in (tmp_path / "store" / "results").iterdir()) == ["runs-gpu.jsonl"]
-    runs = api.runs(tmp_path / "store", tmp_path / "no-runner-runs")
+    runs = api.runs(tmp_path / "store", settings_now(tmp_path / "no-runner-runs"))
     assert sorted(zip(runs["row_id"].to_pylist(), runs["status"].to_pylist(), strict=True)) == [
         ("test/000001", "failed"), ("train/000000", "ok")]
 

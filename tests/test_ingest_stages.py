@@ -34,6 +34,7 @@ from queries.ingest.handover import Slots, read_slot
 from queries.ingest.program_checks import SyntaxCheckError, check_syntax
 from queries.store import Store, StoreMeta
 from tests.fixtures import REFERENCE, program
+from tests.queries_helpers import settings_now
 
 RELU_REF = REFERENCE.format(doc="Simple model that performs a ReLU activation.", expr="torch.relu(x)", n=64)
 AUTOTUNED = RELU_REF + '''
@@ -255,7 +256,7 @@ def test_fast_read_failing_midway_drops_what_it_wrote(tmp_path, monkeypatch, cap
     assert code_rows == 30 and len(store.code_paths) == 1  # nothing left over from the failed fast read
     assert all(store.program(row_id) == texts[row["row"]] for row_id, row in index.items())
     for literal in ("BLOCK=17)", "BLOCK=29)", "cdiv(n, 40)"):  # the search index has no segment of the first read
-        result = api.search_code(tmp_path / "store", literal, limit=100)
+        result = api.search_code(tmp_path / "store", settings_now(), literal, limit=100)
         assert result.method == "index"
         assert result.rows["id"].to_pylist() == [i for i, row in index.items() if literal in texts[row["row"]]]
 
@@ -287,14 +288,14 @@ def test_no_syntax_check_then_check_syntax_later(tmp_path, monkeypatch):
     first = cli("ingest", str(src), "--store", str(store), "--no-syntax-check")
     assert first.returncode == 0, first.stderr
     assert json.loads((store / "meta.json").read_text())["syntax_check"] == {"done": False}
-    before = db.connect(store)
+    before = db.connect(store, settings_now())
     assert before.run("SELECT count(*) AS n FROM programs WHERE static_error = 'syntax_error'")["n"][0].as_py() == 0
     later = cli("check-syntax", "--store", str(store))
     assert later.returncode == 0, later.stderr
     assert "2 programs, 1 syntax errors" in later.stderr
     meta = json.loads((store / "meta.json").read_text())
     assert meta["syntax_check"]["done"] and meta["syntax_check"]["syntax_errors"] == 1
-    after = db.connect(store)  # a new meta.json: a new connection over the rewritten index
+    after = db.connect(store, settings_now())  # a new meta.json: a new connection over the rewritten index
     assert after is not before
     assert after.run("SELECT id FROM programs WHERE static_error = 'syntax_error'")["id"].to_pylist() == [
         "train/000001"]

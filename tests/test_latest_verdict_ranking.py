@@ -21,7 +21,7 @@ from queries.export import export
 from queries.filters import Candidates
 from queries.ingest import ingest
 from tests.fixtures import program
-from tests.queries_helpers import result, write_results
+from tests.queries_helpers import result, settings_now, write_results
 from tests.test_pages import env, no_exception, open_page  # noqa: F401
 
 # row: label; every row an honest ReLU, its Triton block size making each a distinct candidate
@@ -76,8 +76,8 @@ RANKED = [row_id(CPU_CHECKED), row_id(CPU_FAILED_INTERPRETER), row_id(NEVER_RUN)
 
 
 def test_the_leaderboard_leaves_out_rows_the_latest_verdict_refutes(store):
-    key = api.problems(store)["problem_key"][0].as_py()
-    board = api.fastest(store, key, k=10, c=Candidates()).to_pylist()
+    key = api.problems(store, settings_now())["problem_key"][0].as_py()
+    board = api.fastest(store, settings_now(), key, k=10, c=Candidates()).to_pylist()
     assert [r["id"] for r in board] == RANKED
     checked = board[0]
     assert checked["verified"] == "correct (CPU interpreter check)"
@@ -86,16 +86,16 @@ def test_the_leaderboard_leaves_out_rows_the_latest_verdict_refutes(store):
 
 
 def test_the_problems_table_and_the_export_agree(store):
-    row = api.problems(store).to_pylist()[0]
+    row = api.problems(store, settings_now()).to_pylist()[0]
     assert row["best_id"] == row_id(CPU_CHECKED) and row["y_min"] == LABELS[CPU_CHECKED]
     assert row["ranked"] == 3 and row["failures"] == 2
-    exported = pq.read_table(io.BytesIO(export(store, fastest_correct=True, c=Candidates())))
+    exported = pq.read_table(io.BytesIO(export(store, settings_now(), fastest_correct=True, c=Candidates())))
     assert exported["id"].to_pylist() == [row_id(CPU_CHECKED)]
 
 
 def test_problem_page_header_and_leaderboard(env, store):  # noqa: F811
     env(store, TLX_RUNS_DIR=os.environ["TLX_RUNS_DIR"])
-    key = api.problems(store)["problem_key"][0].as_py()
+    key = api.problems(store, settings_now())["problem_key"][0].as_py()
     at = open_page("problem", problem=key)
     no_exception(at)
     fastest = next(m for m in at.metric if m.label.startswith("fastest"))

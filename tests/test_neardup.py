@@ -27,6 +27,7 @@ from tests.neardup_programs import (
     build_store,
     renamed,
 )
+from tests.queries_helpers import settings_now
 
 
 @pytest.fixture(scope="module")
@@ -130,12 +131,12 @@ def test_a_store_built_before_the_column_reads_it_as_null_and_still_connects(sto
     (old / "meta.json").write_text(json.dumps(meta))
     for column in (COLUMN, COMPONENT_COLUMN):
         assert Store(old).read_index([column])[column].null_count == index.num_rows
-    got = connect(old).run("SELECT count(*) AS n, count(near_dup_cluster) AS named FROM programs").to_pylist()
+    got = connect(old, settings_now()).run("SELECT count(*) AS n, count(near_dup_cluster) AS named FROM programs").to_pylist()
     assert got == [{"n": index.num_rows, "named": 0}]
     from queries.export_train import TrainExportError, train_export
 
     with pytest.raises(TrainExportError, match="near-dups"):
-        train_export(old)
+        train_export(old, settings_now())
 
 
 def reasons(export) -> dict[str, str]:
@@ -145,7 +146,7 @@ def reasons(export) -> dict[str, str]:
 def test_export_train_leaves_out_test_problems_kernelbench_names_near_copies_and_folds_clusters(store):
     from queries.export_train import train_export
 
-    export = train_export(store)
+    export = train_export(store, settings_now())
     assert export.rows["id"].to_pylist() == ["train/000001"]  # the fastest correct of its cluster
     assert reasons(export) == {"train/000000": "near_copy_folded", "train/000002": "near_copy_folded",
                                "train/000003": "near_copy_folded", "train/000004": "near_copy_of_test",
@@ -158,7 +159,7 @@ def test_export_train_leaves_out_test_problems_kernelbench_names_near_copies_and
 def test_export_train_all_members_and_one_holdout_group(store):
     from queries.export_train import train_export
 
-    export = train_export(store, ["half_holdout"], representative=False)
+    export = train_export(store, settings_now(), ["half_holdout"], representative=False)
     assert reasons(export) == {"train/000005": "test_problem_key"}
     assert export.report["holdout_groups"] == ["half_holdout"] and export.report["members"] == "all"
 
@@ -167,7 +168,7 @@ def test_export_train_refuses_an_unknown_holdout_group(store):
     from queries.export_train import TrainExportError, train_export
 
     with pytest.raises(TrainExportError, match="unknown holdout group nope"):
-        train_export(store, ["nope"])
+        train_export(store, settings_now(), ["nope"])
 
 
 def test_export_train_command_writes_rows_with_code_the_removed_rows_and_the_report(store, tmp_path, capsys):
@@ -199,7 +200,7 @@ def test_scoring_splits_test_rows_by_a_near_copy_in_train(store):
     ids = [f"train/00000{i}" for i in range(len(TRAIN))] + [f"test/00000{i}" for i in range(len(TEST))]
     predictions = pa.table({"id": ids, "score": [float(i) for i in range(len(ids))],
                             "p_correct": pa.nulls(len(ids), pa.float64())})
-    table, unknown = score_predictions(store, predictions)
+    table, unknown = score_predictions(store, settings_now(), predictions)
     assert unknown == []
     model = table[(table["group_kind"] == "test near-copies") & (table["method"] == "model")]
     # test/000000 (matmul: train/000005) and test/000001 (softmax: train/000004) have one; test/000002 has none
@@ -248,7 +249,7 @@ def test_export_train_leaves_out_a_row_chained_to_a_test_row_in_another_cluster(
     assert clusters["test/000000"] != clusters["train/000001"]  # A and C: not near-copies, not one cluster
     assert components["test/000000"] == components["train/000000"] == components["train/000001"] == "test/000000"
     for representative in (True, False):
-        export = train_export(chain_store, representative=representative)
+        export = train_export(chain_store, settings_now(), representative=representative)
         assert export.rows["id"].to_pylist() == ["train/000002"]
         assert reasons(export) == {"train/000000": "near_copy_of_test", "train/000001": "near_copy_of_test"}
 
@@ -258,7 +259,7 @@ def test_scoring_counts_a_chained_train_row_as_a_near_copy_in_train(chain_store,
 
     predictions = pa.table({"id": ["train/000000", "train/000001", "train/000002", "test/000000"],
                             "score": [1.0, 2.0, 3.0, 4.0], "p_correct": pa.nulls(4, pa.float64())})
-    table, _ = score_predictions(chain_store, predictions)
+    table, _ = score_predictions(chain_store, settings_now(), predictions)
     model = table[(table["group_kind"] == "test near-copies") & (table["method"] == "model")]
     assert dict(zip(model["group"], model["rows"], strict=True)) == {"test, with a near-copy in train": 1,
                                                                     "test, without a near-copy in train": 0}
@@ -281,6 +282,6 @@ def test_a_store_clustered_before_components_is_not_exported_until_clustered_aga
     (old / "meta.json").write_text(json.dumps(meta))
     assert not clustered(old)
     with pytest.raises(TrainExportError, match="near-dups"):
-        train_export(old)
+        train_export(old, settings_now())
     near_dups(old, workers=1, progress=False)
-    assert clustered(old) and reasons(train_export(old))["train/000004"] == "near_copy_of_test"
+    assert clustered(old) and reasons(train_export(old, settings_now()))["train/000004"] == "near_copy_of_test"

@@ -17,7 +17,7 @@ from queries.db import connect
 from queries.filters import Candidates, Filters
 from queries.store import Store
 from tests.fixtures import TEST, TRAIN
-from tests.queries_helpers import fixture_rows, problem_keys, result, write_results
+from tests.queries_helpers import fixture_rows, problem_keys, result, settings_now, write_results
 
 
 def quantile_cont(values: list[float], q: float) -> float:
@@ -38,7 +38,7 @@ def keys(fixture_store):
 def test_overview_totals_groups_quantiles(fixture_store):
     rows = fixture_rows()
     ys = [r["y"] for r in rows if r["y"] is not None]
-    o = api.overview(fixture_store)
+    o = api.overview(fixture_store, settings_now())
     assert o.totals["rows"] == 15 and o.totals["ok_rows"] == 10 and o.totals["failed_rows"] == 5
     assert o.totals["problems"] == 4 and o.totals["train_rows"] == 10 and o.totals["test_rows"] == 5
     assert o.totals["static_error_rows"] == 3
@@ -50,13 +50,13 @@ def test_overview_totals_groups_quantiles(fixture_store):
     assert quantiles[0.5] == pytest.approx(quantile_cont(ys, 0.5))
     assert quantiles[0.0] == min(ys) and quantiles[1.0] == max(ys)
     assert dict(zip(o.kernels["n_kernels"].to_pylist(), o.kernels["rows"].to_pylist(), strict=True)) == {0: 1, 1: 14}
-    test_only = api.overview(fixture_store, Filters(split="test", status="failed"))
+    test_only = api.overview(fixture_store, settings_now(), Filters(split="test", status="failed"))
     assert test_only.totals["rows"] == 2 and test_only.totals["ok_rows"] == 0
 
 
 def test_overview_histogram_bins_every_label_once(fixture_store):
     ys = [r["y"] for r in fixture_rows() if r["y"] is not None]
-    bins = api.overview(fixture_store).y_histogram.to_pylist()
+    bins = api.overview(fixture_store, settings_now()).y_histogram.to_pylist()
     assert sum(b["rows"] for b in bins) == len(ys)
     per_decade = api.HISTOGRAM_BINS_PER_DECADE
     expected: dict[int, int] = {}
@@ -70,7 +70,7 @@ def test_overview_histogram_bins_every_label_once(fixture_store):
 
 
 def test_problems_table(fixture_store, keys):
-    table = api.problems(fixture_store)
+    table = api.problems(fixture_store, settings_now())
     by_key = {r["problem_key"]: r for r in table.to_pylist()}
     assert set(by_key) == set(keys.values())
     relu = by_key[keys["relu"]]
@@ -86,65 +86,65 @@ def test_problems_table(fixture_store, keys):
     assert relu["holdout_group"] == "full_holdout" and (relu["train_rows"], relu["test_rows"]) == (5, 2)
     assert by_key[keys["softmax"]]["problem_id"] is None
     assert table["problem_key"][0].as_py() == keys["relu"]  # most candidates first
-    ascending = api.problems(fixture_store, sort="y_min", descending=False, limit=2)
+    ascending = api.problems(fixture_store, settings_now(), sort="y_min", descending=False, limit=2)
     assert ascending["problem_key"].to_pylist() == [keys["relu"], keys["softmax"]]
-    test_only = {r["problem_key"]: r for r in api.problems(fixture_store, Filters(split="test")).to_pylist()}
+    test_only = {r["problem_key"]: r for r in api.problems(fixture_store, settings_now(), Filters(split="test")).to_pylist()}
     assert set(test_only) == {keys["relu"], keys["matmul"], keys["gelu"]}
     assert (test_only[keys["relu"]]["candidates"], test_only[keys["relu"]]["failures"]) == (2, 1)
     with pytest.raises(ValueError, match="cannot sort"):
-        api.problems(fixture_store, sort="y; DROP TABLE programs")
+        api.problems(fixture_store, settings_now(), sort="y; DROP TABLE programs")
 
 
 def test_problem_summary_latencies_fastest(fixture_store, keys):
-    summary = api.problem_summary(fixture_store, keys["matmul"])
+    summary = api.problem_summary(fixture_store, settings_now(), keys["matmul"])
     assert summary["candidates"] == 4 and summary["best_id"] == "test/000002"
-    assert api.problem_summary(fixture_store, "0" * 16) is None
-    lat = api.problem_latencies(fixture_store, keys["relu"])
+    assert api.problem_summary(fixture_store, settings_now(), "0" * 16) is None
+    lat = api.problem_latencies(fixture_store, settings_now(), keys["relu"])
     assert lat["id"].to_pylist() == ["test/000000", "train/000001", "train/000003", "train/000002",
                                      "train/000000", "test/000001", "train/000004"]
     assert lat.column_names == ["id", "y", "ok", "split"]  # narrow: the 327k-row problem of 601k fits the memo
-    assert api.problem_latencies(fixture_store, keys["relu"], Filters(split="test")).num_rows == 2
-    fast = api.fastest(fixture_store, keys["relu"]).to_pylist()
+    assert api.problem_latencies(fixture_store, settings_now(), keys["relu"], Filters(split="test")).num_rows == 2
+    fast = api.fastest(fixture_store, settings_now(), keys["relu"]).to_pylist()
     assert [(r["id"], r["copies"]) for r in fast] == [("test/000000", 1), ("train/000001", 3), ("train/000000", 1)]
     assert fast[1]["y_copies_max"] == 0.009
     assert fast[0]["speedup_vs_median"] == pytest.approx(0.0085 / 0.007)
-    assert api.fastest(fixture_store, keys["relu"], k=1).num_rows == 1
-    train_only = api.fastest(fixture_store, keys["relu"], f=Filters(split="train")).to_pylist()
+    assert api.fastest(fixture_store, settings_now(), keys["relu"], k=1).num_rows == 1
+    train_only = api.fastest(fixture_store, settings_now(), keys["relu"], f=Filters(split="train")).to_pylist()
     assert train_only[0]["id"] == "train/000001" and train_only[0]["speedup_vs_median"] == pytest.approx(0.00875 / 0.008)
 
 
 def test_failures_static_and_examples(fixture_store):
     static = {(r["source"], r["error_type"]): (r["rows"], r["problems"])
-              for r in api.failures(fixture_store).to_pylist()}
+              for r in api.failures(fixture_store, settings_now()).to_pylist()}
     assert static == {("static", "ok_static"): (3, 2), ("static", "syntax_error"): (1, 1),
                       ("static", "no_model_new"): (1, 1)}
-    examples = api.failure_examples(fixture_store)
+    examples = api.failure_examples(fixture_store, settings_now())
     failed = sorted(r["id"] for r in fixture_rows() if r["y"] is None)
     assert examples["id"].to_pylist() == failed
-    assert api.failure_examples(fixture_store, limit=2).num_rows == 2
-    only = api.failure_examples(fixture_store, Filters(error_type="syntax_error", error_source="static"))
+    assert api.failure_examples(fixture_store, settings_now(), limit=2).num_rows == 2
+    only = api.failure_examples(fixture_store, settings_now(), Filters(error_type="syntax_error", error_source="static"))
     assert only["id"].to_pylist() == ["train/000006"]
 
 
 def test_row_detail_and_neighbours(fixture_store):
-    detail = api.row(fixture_store, "train/000001")
+    detail = api.row(fixture_store, settings_now(), "train/000001")
     assert detail.meta["y"] == 0.008 and detail.meta["split"] == "train"
     assert (detail.prev_id, detail.next_id, detail.position, detail.problem_rows) == (
         "test/000000", "train/000003", 2, 7)
     assert detail.program == Store(fixture_store).program("train/000001")
     assert "class ModelNew" in detail.parsed.candidate and "class Model(" in detail.parsed.reference
     assert [k.name for k in detail.parsed.kernels] == ["relu_k"]
-    last = api.row(fixture_store, "train/000004")
+    last = api.row(fixture_store, settings_now(), "train/000004")
     assert last.next_id is None and last.prev_id == "test/000001" and last.position == 7
-    assert api.row(fixture_store, "train/999999") is None
+    assert api.row(fixture_store, settings_now(), "train/999999") is None
 
 
 def test_overlap(fixture_store, keys):
-    rows = {r["problem_key"]: r for r in api.overlap(fixture_store).to_pylist()}
+    rows = {r["problem_key"]: r for r in api.overlap(fixture_store, settings_now()).to_pylist()}
     assert set(rows) == {keys["relu"], keys["matmul"]}
     assert (rows[keys["relu"]]["train_rows"], rows[keys["relu"]]["test_rows"]) == (5, 2)
     assert rows[keys["matmul"]]["holdout_group"] == "half_holdout"
-    summary = {r["holdout_group"]: r for r in api.overlap_summary(fixture_store).to_pylist()}
+    summary = {r["holdout_group"]: r for r in api.overlap_summary(fixture_store, settings_now()).to_pylist()}
     assert summary["ninety_holdout"]["overlapping_problems"] == 0
     assert summary["full_holdout"]["train_rows_of_overlapping"] == 5
 
@@ -158,23 +158,23 @@ def test_runs_joined_with_labels(fixture_store, keys, tmp_path, monkeypatch):
         result("test/000002", "ok", median_ms=0.9),
         {**result("x", "ok", median_ms=1.0), "row_id": None},
     ], garbage=True)
-    assert api.runs(fixture_store, tmp_path / "nothing-here").num_rows == 0
-    joined = api.runs(fixture_store, runs_dir)
+    assert api.runs(fixture_store, settings_now(tmp_path / "nothing-here")).num_rows == 0
+    joined = api.runs(fixture_store, settings_now(runs_dir))
     assert joined.num_rows == 4
     ratios = {r["row_id"]: r["ratio"] for r in joined.to_pylist() if r["status"] == "ok"}
     assert ratios == {"train/000001": pytest.approx(2.0), "test/000002": pytest.approx(2.0)}
-    per_problem = {r["problem_key"]: r for r in api.runs_by_problem(fixture_store, runs_dir).to_pylist()}
+    per_problem = {r["problem_key"]: r for r in api.runs_by_problem(fixture_store, settings_now(runs_dir)).to_pylist()}
     assert per_problem[keys["relu"]]["rows_run"] == 1 and per_problem[keys["relu"]]["measured_ok"] == 1
     matmul = per_problem[keys["matmul"]]
     assert (matmul["rows_run"], matmul["measured_ok"], matmul["rows_with_ratio"]) == (2, 1, 1)
     monkeypatch.setenv("TLX_RUNS_DIR", str(runs_dir))
-    measured = [r for r in api.failures(fixture_store).to_pylist() if r["source"] == "measured"]
+    measured = [r for r in api.failures(fixture_store, settings_now()).to_pylist() if r["source"] == "measured"]
     assert [(r["error_type"], r["rows"]) for r in measured] == [("compile_error", 1)]
-    assert api.overview(fixture_store, Filters(error_type="compile_error")).totals["rows"] == 1
-    assert api.overview(fixture_store, Filters(error_type="runtime_error", error_source="measured")).totals[
+    assert api.overview(fixture_store, settings_now(), Filters(error_type="compile_error")).totals["rows"] == 1
+    assert api.overview(fixture_store, settings_now(), Filters(error_type="runtime_error", error_source="measured")).totals[
         "rows"] == 0  # superseded by a later ok result
-    assert api.overview(fixture_store, Filters(error_source="measured")).totals["rows"] == 3
-    assert api.overview(fixture_store, Filters(error_source="static")).totals["rows"] == 3
+    assert api.overview(fixture_store, settings_now(), Filters(error_source="measured")).totals["rows"] == 3
+    assert api.overview(fixture_store, settings_now(), Filters(error_source="static")).totals["rows"] == 3
 
 
 def test_runs_static_vs_measured_and_reproducibility(fixture_store, tmp_path):
@@ -187,10 +187,10 @@ def test_runs_static_vs_measured_and_reproducibility(fixture_store, tmp_path):
         result("train/000009", "failed", "missing_symbol"),  # static no_model_new
     ])
     cross = {(r["static_error"], r["measured"]): r["rows"]
-             for r in api.runs_static_vs_measured(fixture_store, runs_dir).to_pylist()}
+             for r in api.runs_static_vs_measured(fixture_store, settings_now(runs_dir)).to_pylist()}
     assert cross == {("ok_static", "ok"): 2, ("syntax_error", "syntax_error"): 1,
                      ("no_model_new", "missing_symbol"): 1}
-    repeated = api.runs_reproducibility(fixture_store, runs_dir).to_pylist()
+    repeated = api.runs_reproducibility(fixture_store, settings_now(runs_dir)).to_pylist()
     assert [r["row_id"] for r in repeated] == ["train/000000"]  # the only row timed twice
     r = repeated[0]
     assert (r["runs"], r["median_ms_min"], r["median_ms_max"]) == (2, 1.0, 3.0)
@@ -198,28 +198,28 @@ def test_runs_static_vs_measured_and_reproducibility(fixture_store, tmp_path):
 
 
 def test_export_parquet_jsonl_fastest_and_code(fixture_store):
-    table = pq.read_table(io.BytesIO(api.export(fixture_store)))
+    table = pq.read_table(io.BytesIO(api.export(fixture_store, settings_now())))
     assert table.num_rows == len(TRAIN) + len(TEST) and "code_shard" not in table.column_names
-    best = pq.read_table(io.BytesIO(api.export(fixture_store, fastest_correct=True, include_code=True)))
+    best = pq.read_table(io.BytesIO(api.export(fixture_store, settings_now(), fastest_correct=True, include_code=True)))
     assert sorted(best["id"].to_pylist()) == ["test/000000", "test/000002", "test/000003", "train/000008"]
     store = Store(fixture_store)
     assert all(x == store.program(i) for i, x in zip(best["id"].to_pylist(), best["x"].to_pylist(), strict=True))
-    lines = api.export(fixture_store, Filters(split="test"), fmt="jsonl").decode().splitlines()
+    lines = api.export(fixture_store, settings_now(), Filters(split="test"), fmt="jsonl").decode().splitlines()
     parsed = [json.loads(line) for line in lines]
     assert [p["id"] for p in parsed] == [f"test/{i:06d}" for i in range(5)]
     assert parsed[1]["y"] is None and parsed[0]["kernel_names"] == ["relu_k"] and parsed[0]["level"] == 1
     with pytest.raises(api.ExportError, match="unknown export format"):
-        api.export(fixture_store, fmt="csv")
+        api.export(fixture_store, settings_now(), fmt="csv")
 
 
 def test_connection_cache_notices_rebuilt_store(fixture_store):
-    first = connect(fixture_store)
-    assert connect(fixture_store) is first
+    first = connect(fixture_store, settings_now())
+    assert connect(fixture_store, settings_now()) is first
     meta = fixture_store / "meta.json"
     stat = meta.stat()
     os.utime(meta, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
     try:
-        assert connect(fixture_store) is not first
+        assert connect(fixture_store, settings_now()) is not first
     finally:
         os.utime(meta, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
@@ -227,9 +227,9 @@ def test_connection_cache_notices_rebuilt_store(fixture_store):
 def test_new_results_refresh_memoized_answers(fixture_store, tmp_path, monkeypatch):
     runs_dir = tmp_path / "growing"
     monkeypatch.setenv("TLX_RUNS_DIR", str(runs_dir))
-    assert [r for r in api.failures(fixture_store).to_pylist() if r["source"] == "measured"] == []
+    assert [r for r in api.failures(fixture_store, settings_now()).to_pylist() if r["source"] == "measured"] == []
     write_results(runs_dir, [result("train/000000", "failed", "timeout")], name="worker-2.jsonl")
-    measured = [r for r in api.failures(fixture_store).to_pylist() if r["source"] == "measured"]
+    measured = [r for r in api.failures(fixture_store, settings_now()).to_pylist() if r["source"] == "measured"]
     assert [(r["error_type"], r["rows"]) for r in measured] == [("timeout", 1)]
 
 
@@ -237,7 +237,7 @@ def test_sessions_asking_the_same_question_at_once_run_it_once(fixture_store, tm
     import threading
     import time
 
-    db = connect(fixture_store, tmp_path / "no-runs")
+    db = connect(fixture_store, settings_now(tmp_path / "no-runs"))
     ran = []
     real_run = db.run
 
@@ -265,7 +265,7 @@ def test_failures_count_each_row_once_by_its_latest_cause(fixture_store, tmp_pat
         result("train/000004", "ok", median_ms=1.0),  # label failed, the re-run passed
         result("train/000000", "failed", "output_mismatch"),  # label ok, the re-run failed
     ])
-    db = connect(fixture_store, runs_dir)
+    db = connect(fixture_store, settings_now(runs_dir))
     counted = {(r["source"], r["error_type"]): r["rows"] for r in db.execute("failures", Filters().params())
                .to_pylist()}
     failed = {r["id"] for r in fixture_rows() if r["y"] is None} | {"train/000000"}
@@ -297,8 +297,8 @@ def test_bulk_selects_the_rows_the_failures_page_counts(fixture_store, tmp_path)
     add_arguments(parser)
     args = parser.parse_args(["--error-type", "compile_error"])
 
-    picked = [r[0] for r in select_rows(store, args, runs_dir)]
-    counted = connect(store, runs_dir).execute("failures", Filters(error_type="compile_error").params()).to_pylist()
+    picked = [r[0] for r in select_rows(store, args, settings_now(runs_dir))]
+    counted = connect(store, settings_now(runs_dir)).execute("failures", Filters(error_type="compile_error").params()).to_pylist()
     assert picked == ["train/000001"]  # train/000002: same time, the later line (ok) is its latest verdict
     assert sum(r["rows"] for r in counted if r["error_type"] == "compile_error") == len(picked)
 
@@ -314,17 +314,17 @@ def test_runs_belong_to_the_program_not_just_the_row_id(fixture_store, tmp_path)
     sha = hashlib.sha256(Store(fixture_store).program("train/000001").encode("utf-8")).hexdigest()
     runs_dir = tmp_path / "shared-runs"
     write_results(runs_dir, [result("train/000001", "failed", "compile_error") | {"program_sha256": sha}])
-    assert api.runs(fixture_store, runs_dir)["row_id"].to_pylist() == ["train/000001"]
-    assert api.runs(other, runs_dir).num_rows == 0
-    assert connect(other, runs_dir).execute("row_runs", {"row_id": "train/000001"}).num_rows == 0
-    assert connect(other, runs_dir).execute("failures", Filters(error_source="measured").params()).num_rows == 0
+    assert api.runs(fixture_store, settings_now(runs_dir))["row_id"].to_pylist() == ["train/000001"]
+    assert api.runs(other, settings_now(runs_dir)).num_rows == 0
+    assert connect(other, settings_now(runs_dir)).execute("row_runs", {"row_id": "train/000001"}).num_rows == 0
+    assert connect(other, settings_now(runs_dir)).execute("failures", Filters(error_source="measured").params()).num_rows == 0
 
 
 def test_leaderboard_triton_only_with_measured_verdicts(fixture_store, tmp_path):
-    key = api.row(fixture_store, "train/000007").meta["problem_key"]  # its only label without a Triton kernel
+    key = api.row(fixture_store, settings_now(), "train/000007").meta["problem_key"]  # its only label without a Triton kernel
     runs_dir = tmp_path / "board"
     write_results(runs_dir, [result("train/000007", "ok", median_ms=2.0) | {"speedup": 0.53}])
-    db = connect(fixture_store, runs_dir)
+    db = connect(fixture_store, settings_now(runs_dir))
     params = {**Filters(problem_key=key).params(), "k": 20, "fold_near": False}
     everything = db.execute("fastest", {**params, **Candidates(with_no_triton=True).params()}).to_pylist()
     triton = db.execute("fastest", {**params, **Candidates().params()}).to_pylist()
@@ -349,13 +349,13 @@ def test_agreement_with_the_labels_per_profile(fixture_store, tmp_path):
         result("train/000004", "ok", median_ms=1.0) | strict,  # label null: disagrees
         result("train/000001", "ok", median_ms=0.016),  # no profile recorded
     ])
-    rows = {r["profile"]: r for r in api.agreement(fixture_store, runs_dir).to_pylist()}
+    rows = {r["profile"]: r for r in api.agreement(fixture_store, settings_now(runs_dir)).to_pylist()}
     assert set(rows) == {"kernelbench", "kernelbench-strict", "(not recorded)"}
     kb, st = rows["kernelbench"], rows["kernelbench-strict"]
     assert (kb["rows"], kb["label_ok_measured_ok"], kb["label_null_measured_failed"], kb["agreement"]) == (3, 2, 1, 1.0)
     assert kb["ratio_median"] == pytest.approx(2.0) and kb["rows_with_ratio"] == 2
     assert (st["label_ok_measured_failed"], st["label_null_measured_ok"], st["agreement"]) == (1, 1, 0.0)
-    only = api.agreement(fixture_store, runs_dir, profile="kernelbench-strict")
+    only = api.agreement(fixture_store, settings_now(runs_dir), profile="kernelbench-strict")
     assert only["profile"].to_pylist() == ["kernelbench-strict"]
     cli = subprocess.run([sys.executable, "-m", "queries", "agreement", "--store", str(fixture_store),
                           "--runs-dir", str(runs_dir), "--profile", "kernelbench"],
@@ -376,7 +376,7 @@ def test_problem_titles_are_unique_per_key(tmp_path):
     source.parent.mkdir()
     pq.write_table(pa.table({"x": programs, "y": pa.array([1.0, 2.0, 3.0], pa.float64())}), source)
     ingest([str(source)], tmp_path / "store", progress=False, workers=1)
-    problems = api.problems(tmp_path / "store").to_pylist()
+    problems = api.problems(tmp_path / "store", settings_now()).to_pylist()
     titles = [p["title"] for p in problems]
     assert len(problems) == 2 and len(set(titles)) == 2
     assert all(t.startswith("Elementwise op. · 64×64 · ") for t in titles)  # shared name + key prefix
@@ -395,13 +395,13 @@ def test_the_kernel_page_takes_the_one_latest_verdict(fixture_store, tmp_path, m
                              {**result("train/000001", "ok", median_ms=2.0), "id": "undated"} | {"finished_at": None}],
                   name="b.jsonl")
     monkeypatch.setenv("TLX_RUNS_DIR", str(runs_dir))
-    detail = api.row(fixture_store, "train/000001")
+    detail = api.row(fixture_store, settings_now(), "train/000001")
     assert detail.latest_run["result_id"] == "b1"  # same time: the later file name; no time: oldest of all
     assert detail.runs["result_id"].to_pylist() == ["b1", "a2", "a1", "undated"]
-    db = connect(fixture_store, runs_dir)
+    db = connect(fixture_store, settings_now(runs_dir))
     assert db.run("SELECT measured_error FROM programs WHERE id = 'train/000001'").to_pylist() == [
         {"measured_error": "timeout"}]
-    assert api.row(fixture_store, "train/000002").latest_run is None
+    assert api.row(fixture_store, settings_now(), "train/000002").latest_run is None
 
 
 def test_the_filter_is_passed_to_sql_once():

@@ -19,6 +19,7 @@ from queries.console import pool as console_pool
 from queries.filters import Filters
 from queries.store import SCHEMA_VERSION, Store
 from tests.fixtures import TEST, TRAIN
+from tests.queries_helpers import settings_now
 
 HOSTILE = [
     "'; DROP TABLE programs; --",
@@ -45,23 +46,23 @@ def programs(fixture_store) -> dict[str, str]:
 
 
 def test_search_substring_regex_limits(fixture_store, programs):
-    found = api.search_code(fixture_store, "relu_k")
+    found = api.search_code(fixture_store, settings_now(), "relu_k")
     assert sorted(found.rows["id"].to_pylist()) == sorted(i for i, x in programs.items() if "relu_k" in x)
     assert found.complete and found.total == found.rows.num_rows
-    blocks = api.search_code(fixture_store, r"BLOCK=(256|512)\)", regex=True)
+    blocks = api.search_code(fixture_store, settings_now(), r"BLOCK=(256|512)\)", regex=True)
     expected = [i for i, x in programs.items() if re.search(r"BLOCK=(256|512)\)", x)]
     assert sorted(blocks.rows["id"].to_pylist()) == sorted(expected) and len(expected) == 10
-    limited = api.search_code(fixture_store, "def ", limit=3)
+    limited = api.search_code(fixture_store, settings_now(), "def ", limit=3)
     assert limited.rows.num_rows == 3 and limited.complete and limited.total > 3  # the first 3, and the total
-    in_test = api.search_code(fixture_store, "relu_k", f=Filters(split="test"))
+    in_test = api.search_code(fixture_store, settings_now(), "relu_k", f=Filters(split="test"))
     assert in_test.rows["id"].to_pylist() == ["test/000000", "test/000001"]
-    assert api.search_code(fixture_store, "RELU_K", ignore_case=True).rows.num_rows == found.rows.num_rows
-    assert api.search_code(fixture_store, "relu_", time_budget_s=0).complete  # the line index alone reads no text
-    assert not api.search_code(fixture_store, ")\n", time_budget_s=0).complete  # a newline: texts must be read
+    assert api.search_code(fixture_store, settings_now(), "RELU_K", ignore_case=True).rows.num_rows == found.rows.num_rows
+    assert api.search_code(fixture_store, settings_now(), "relu_", time_budget_s=0).complete  # the line index alone reads no text
+    assert not api.search_code(fixture_store, settings_now(), ")\n", time_budget_s=0).complete  # a newline: texts must be read
 
 
 def test_search_snippets_are_escaped(fixture_store):
-    rows = api.search_code(fixture_store, "offs < n").rows.to_pylist()
+    rows = api.search_code(fixture_store, settings_now(), "offs < n").rows.to_pylist()
     assert rows and all(r["snippet_html"].count("<") == 2 for r in rows)  # only <mark> and </mark>
     assert all("<mark>offs &lt; n</mark>" in r["snippet_html"] for r in rows)
     assert all(r["line"] > 1 and "offs < n" in r["snippet"] for r in rows)
@@ -69,47 +70,47 @@ def test_search_snippets_are_escaped(fixture_store):
 
 def test_search_rejects_bad_patterns(fixture_store):
     with pytest.raises(api.SearchError, match="invalid regular expression"):
-        api.search_code(fixture_store, "mm_k[(", regex=True)
+        api.search_code(fixture_store, settings_now(), "mm_k[(", regex=True)
     with pytest.raises(api.SearchError, match="non-empty"):
-        api.search_code(fixture_store, "")
+        api.search_code(fixture_store, settings_now(), "")
 
 
 @pytest.mark.parametrize("text", HOSTILE, ids=lambda s: s[:12])
 def test_hostile_strings_everywhere(fixture_store, programs, text):
     for field in FILTER_FIELDS:
         f = Filters(**{field: text})
-        assert api.overview(fixture_store, f).totals["rows"] == 0
-        assert api.problems(fixture_store, f).num_rows == 0
-        assert api.failures(fixture_store, f).num_rows == 0
-        assert api.failure_examples(fixture_store, f).num_rows == 0
-        assert api.export(fixture_store, f, fmt="jsonl") == b""
-        assert api.search_code(fixture_store, "def", f=f).rows.num_rows == 0
-    assert api.problem_latencies(fixture_store, text).num_rows == 0
-    assert api.fastest(fixture_store, text).num_rows == 0
-    assert api.problem_summary(fixture_store, text) is None
-    assert api.row(fixture_store, text) is None
-    found = api.search_code(fixture_store, text, limit=1000)
+        assert api.overview(fixture_store, settings_now(), f).totals["rows"] == 0
+        assert api.problems(fixture_store, settings_now(), f).num_rows == 0
+        assert api.failures(fixture_store, settings_now(), f).num_rows == 0
+        assert api.failure_examples(fixture_store, settings_now(), f).num_rows == 0
+        assert api.export(fixture_store, settings_now(), f, fmt="jsonl") == b""
+        assert api.search_code(fixture_store, settings_now(), "def", f=f).rows.num_rows == 0
+    assert api.problem_latencies(fixture_store, settings_now(), text).num_rows == 0
+    assert api.fastest(fixture_store, settings_now(), text).num_rows == 0
+    assert api.problem_summary(fixture_store, settings_now(), text) is None
+    assert api.row(fixture_store, settings_now(), text) is None
+    found = api.search_code(fixture_store, settings_now(), text, limit=1000)
     assert sorted(found.rows["id"].to_pylist()) == sorted(i for i, x in programs.items() if text in x)
     try:
-        api.search_code(fixture_store, text, regex=True)
+        api.search_code(fixture_store, settings_now(), text, regex=True)
     except api.SearchError:
         pass
-    assert api.overview(fixture_store).totals["rows"] == len(TRAIN) + len(TEST)  # nothing was dropped
+    assert api.overview(fixture_store, settings_now()).totals["rows"] == len(TRAIN) + len(TEST)  # nothing was dropped
 
 
 def test_console_reads(fixture_store):
-    table = api.console(fixture_store, "SELECT split, count(*) AS n FROM programs GROUP BY split ORDER BY split;")
+    table = api.console(fixture_store, settings_now(), "SELECT split, count(*) AS n FROM programs GROUP BY split ORDER BY split;")
     assert table.to_pylist() == [{"split": "test", "n": len(TEST)}, {"split": "train", "n": len(TRAIN)}]
-    assert "problem_key" in api.console(fixture_store, "DESCRIBE programs")["column_name"].to_pylist()
-    assert {"programs", "runs"} <= set(api.console(fixture_store, "SHOW TABLES")["name"].to_pylist())
-    assert api.console(fixture_store, "SUMMARIZE programs").num_rows > 5
-    assert api.console(fixture_store, "EXPLAIN SELECT * FROM programs").num_rows >= 1
-    assert api.console(fixture_store, "WITH t AS (SELECT 1 AS a) SELECT a FROM t -- done").to_pylist() == [{"a": 1}]
-    assert api.console(fixture_store, "SELECT ';' AS s, 'read_csv(' AS t").num_rows == 1
+    assert "problem_key" in api.console(fixture_store, settings_now(), "DESCRIBE programs")["column_name"].to_pylist()
+    assert {"programs", "runs"} <= set(api.console(fixture_store, settings_now(), "SHOW TABLES")["name"].to_pylist())
+    assert api.console(fixture_store, settings_now(), "SUMMARIZE programs").num_rows > 5
+    assert api.console(fixture_store, settings_now(), "EXPLAIN SELECT * FROM programs").num_rows >= 1
+    assert api.console(fixture_store, settings_now(), "WITH t AS (SELECT 1 AS a) SELECT a FROM t -- done").to_pylist() == [{"a": 1}]
+    assert api.console(fixture_store, settings_now(), "SELECT ';' AS s, 'read_csv(' AS t").num_rows == 1
     pivot = "PIVOT programs ON split IN ('train', 'test') USING count(*) GROUP BY level ORDER BY level"
-    assert sum(r["train"] + r["test"] for r in api.console(fixture_store, pivot).to_pylist()) == len(TRAIN) + len(TEST)
-    wrapped = api.console(fixture_store, f"SELECT * FROM ({pivot})").to_pylist()
-    assert wrapped == api.console(fixture_store, pivot).to_pylist()
+    assert sum(r["train"] + r["test"] for r in api.console(fixture_store, settings_now(), pivot).to_pylist()) == len(TRAIN) + len(TEST)
+    wrapped = api.console(fixture_store, settings_now(), f"SELECT * FROM ({pivot})").to_pylist()
+    assert wrapped == api.console(fixture_store, settings_now(), pivot).to_pylist()
 
 
 @pytest.mark.parametrize("sql, reason", [
@@ -143,8 +144,8 @@ def test_console_reads(fixture_store):
 ])
 def test_console_refusals(fixture_store, sql, reason):
     with pytest.raises(api.ConsoleError, match=re.escape(reason)):
-        api.console(fixture_store, sql, timeout_s=0.3)
-    assert api.console(fixture_store, "SELECT count(*) AS n FROM programs").to_pylist() == [
+        api.console(fixture_store, settings_now(), sql, timeout_s=0.3)
+    assert api.console(fixture_store, settings_now(), "SELECT count(*) AS n FROM programs").to_pylist() == [
         {"n": len(TRAIN) + len(TEST)}]
 
 
@@ -168,26 +169,26 @@ def test_generators_are_stopped_by_the_worker_limits(fixture_store, sql):
     """Issue 14 item 3: these ran 7-82 s at 4-15 GB in the explorer's own process despite the 5 s / 1.8 GiB limits."""
     before, started = rss_bytes(), time.monotonic()
     with pytest.raises(api.ConsoleError, match="more memory than the console allows|time limit"):
-        api.console(fixture_store, sql, timeout_s=5.0)
+        api.console(fixture_store, settings_now(), sql, timeout_s=5.0)
     assert time.monotonic() - started < 5.0 + console_pool.KILL_GRACE_S + 30  # + a worker start on a busy machine
     assert rss_bytes() - before < 200 * 2**20  # the explorer's process did not carry the statement
-    assert api.console(fixture_store, "SELECT count(*) AS n FROM programs").to_pylist() == [
+    assert api.console(fixture_store, settings_now(), "SELECT count(*) AS n FROM programs").to_pylist() == [
         {"n": len(TRAIN) + len(TEST)}]
 
 
 def test_a_worker_is_kept_when_a_refused_statement_left_nothing_mapped(fixture_store):
     """A generator refused at its first allocation costs no worker restart; the worker answers the next one."""
     console_pool._POOL.close()
-    api.console(fixture_store, "SELECT 1 AS one")
+    api.console(fixture_store, settings_now(), "SELECT 1 AS one")
     before = idle_worker_pids()
     with pytest.raises(api.ConsoleError, match="more memory than the console allows"):
-        api.console(fixture_store, "SELECT len(range(0, 2000000000))")
-    assert api.console(fixture_store, "SELECT 2 AS two").to_pylist() == [{"two": 2}]
+        api.console(fixture_store, settings_now(), "SELECT len(range(0, 2000000000))")
+    assert api.console(fixture_store, settings_now(), "SELECT 2 AS two").to_pylist() == [{"two": 2}]
     assert idle_worker_pids() == before
 
 
 def test_workers_have_memory_and_file_limits_and_a_scratch_folder(fixture_store):
-    api.console(fixture_store, "SELECT 1 AS one")
+    api.console(fixture_store, settings_now(), "SELECT 1 AS one")
     pids = idle_worker_pids()
     assert pids and all(pid != os.getpid() for pid in pids)
     scratch = []
@@ -205,40 +206,41 @@ def test_workers_have_memory_and_file_limits_and_a_scratch_folder(fixture_store)
 def test_a_statement_past_its_time_is_killed_from_outside(fixture_store, monkeypatch):
     """Building one huge list does not check DuckDB's interrupt: the worker is SIGKILLed and replaced."""
     monkeypatch.setattr(console_pool, "KILL_GRACE_S", 0.0)
-    api.console(fixture_store, "SELECT 1 AS one")  # a warm worker, so the limit is the statement's alone
+    api.console(fixture_store, settings_now(), "SELECT 1 AS one")  # a warm worker, so the limit is the statement's alone
     old = set(idle_worker_pids())
     started = time.monotonic()
     with pytest.raises(api.ConsoleError, match=r"0\.2 s time limit \(its process was killed\)"):
-        api.console(fixture_store, "SELECT len(range(0, 100000000))", timeout_s=0.2)
+        api.console(fixture_store, settings_now(), "SELECT len(range(0, 100000000))", timeout_s=0.2)
     assert time.monotonic() - started < 3.0
-    assert api.console(fixture_store, "SELECT 2 AS two").to_pylist() == [{"two": 2}]
+    assert api.console(fixture_store, settings_now(), "SELECT 2 AS two").to_pylist() == [{"two": 2}]
     assert any(not os.path.exists(f"/proc/{pid}") for pid in old)  # the worker that ran it is gone
 
 
 def test_a_dead_worker_is_replaced(fixture_store):
-    api.console(fixture_store, "SELECT 1 AS one")
+    api.console(fixture_store, settings_now(), "SELECT 1 AS one")
     for pid in idle_worker_pids():
         os.kill(pid, signal.SIGKILL)
     time.sleep(0.2)
-    assert api.console(fixture_store, "SELECT 3 AS three").to_pylist() == [{"three": 3}]
+    assert api.console(fixture_store, settings_now(), "SELECT 3 AS three").to_pylist() == [{"three": 3}]
 
 
 def test_a_worker_outlives_the_session_thread_that_started_it(fixture_store):
     """Explorer sessions are threads that end after each run; their workers must stay usable."""
     console_pool._POOL.close()
-    session = threading.Thread(target=api.console, args=(fixture_store, "SELECT 1 AS one"))
+    session = threading.Thread(target=api.console, args=(fixture_store, settings_now(), "SELECT 1 AS one"))
     session.start()
     session.join()
     started_by_it = idle_worker_pids()
     time.sleep(1.0)
     assert started_by_it and all(os.path.exists(f"/proc/{pid}") for pid in started_by_it)
-    assert api.console(fixture_store, "SELECT 2 AS two").to_pylist() == [{"two": 2}]
+    assert api.console(fixture_store, settings_now(), "SELECT 2 AS two").to_pylist() == [{"two": 2}]
     assert set(idle_worker_pids()) == set(started_by_it)
 
 
 def test_workers_exit_with_their_parent(fixture_store, tmp_path):
-    script = ("import sys, time\nfrom queries import api\nfrom queries.console import pool as console_pool\n"
-              f"api.console({str(fixture_store)!r}, 'SELECT 1')\n"
+    script = ("import sys, time\nfrom common.settings import load_settings\nfrom queries import api\n"
+              "from queries.console import pool as console_pool\n"
+              f"api.console({str(fixture_store)!r}, load_settings(), 'SELECT 1')\n"
               "print(*[w.proc.pid for w in console_pool._POOL._idle.values()], flush=True)\ntime.sleep(60)\n")
     parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
                               cwd=Path(__file__).resolve().parent.parent)
@@ -256,7 +258,7 @@ def test_statements_run_side_by_side(fixture_store):
     answers: list = []
 
     def ask(i: int) -> None:
-        answers.append(api.console(fixture_store, f"SELECT {i} AS i, count(*) AS n FROM programs").to_pylist())
+        answers.append(api.console(fixture_store, settings_now(), f"SELECT {i} AS i, count(*) AS n FROM programs").to_pylist())
 
     threads = [threading.Thread(target=ask, args=(i,)) for i in range(4)]
     for t in threads:
@@ -270,23 +272,23 @@ def test_statements_run_side_by_side(fixture_store):
 
 def test_console_on_a_missing_store(tmp_path):
     with pytest.raises(api.StoreError, match="no store here"):
-        api.console(tmp_path / "missing", "SELECT 1")
+        api.console(tmp_path / "missing", settings_now(), "SELECT 1")
 
 
 def test_bad_stores_raise_store_error(tmp_path):
     with pytest.raises(api.StoreError, match="no store here"):
-        api.overview(tmp_path / "missing")
+        api.overview(tmp_path / "missing", settings_now())
     (tmp_path / "empty").mkdir()
     with pytest.raises(api.StoreError, match="no store here"):
-        api.problems(tmp_path / "empty")
+        api.problems(tmp_path / "empty", settings_now())
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "meta.json").write_text("{not json")
     with pytest.raises(api.StoreError, match="meta.json"):
-        api.overview(broken)
+        api.overview(broken, settings_now())
     bad_index = tmp_path / "bad-index"
     bad_index.mkdir()
     (bad_index / "meta.json").write_text(json.dumps({"schema_version": SCHEMA_VERSION}))
     (bad_index / "index.parquet").write_bytes(b"not parquet at all")
     with pytest.raises(api.StoreError, match="index.parquet"):
-        api.overview(bad_index)
+        api.overview(bad_index, settings_now())

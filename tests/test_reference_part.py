@@ -69,6 +69,12 @@ def test_a_plain_reference_is_run_as_written():
      "assigns `torch.Tensor.add`"),
     (REFERENCE.replace("    @torch.no_grad()\n", "    @(lambda f: f)\n"), "decorates `forward`"),
     ("class ModelNew:\n    pass\n\n\n" + REFERENCE, "defines ModelNew before Model"),
+    # a kernel by `common/program/syntax_rules.py`'s rule, through any import of triton; another `jit` is none
+    ("import triton as tr\n\n\n@tr.jit\ndef k(x):\n    pass\n\n\n" + REFERENCE,
+     "defines the Triton kernel `k` before Model"),
+    ("from triton import jit as J\n\n\n@J\ndef k(x):\n    pass\n\n\n" + REFERENCE,
+     "defines the Triton kernel `k` before Model"),
+    ("import numba\n\n\n@numba.jit\ndef k(x):\n    pass\n\n\n" + REFERENCE, "decorates `k` with `@numba.jit`"),
     (REFERENCE.replace("def get_inputs():\n    return [torch.randn(N)]\n", ""), "does not define get_inputs"),
 ])
 def test_what_the_judge_refuses(text, reason):

@@ -17,6 +17,7 @@ import pytest
 
 from queries.scoring import metrics as scoring
 from queries.scoring.predictions import PredictionsError, read_predictions
+from tests.queries_helpers import settings_now
 from tests.test_pages import env, no_exception, open_page, ui_store  # noqa: F401  (fixtures)
 
 REPO = Path(__file__).resolve().parent.parent
@@ -104,7 +105,7 @@ def test_score_predictions_on_a_store(ui_store, tmp_path):  # noqa: F811
     index = pq.read_table(ui_store / "index.parquet", columns=["id", "y", "ok"]).to_pandas()
     predictions = pa.table({"id": [*index["id"], "train/999999"], "score": [*index["y"].fillna(1e9), 1.0],
                             "p_correct": [*index["ok"].astype(float), 0.5]})
-    table, unknown = scoring.score_predictions(ui_store, predictions)
+    table, unknown = scoring.score_predictions(ui_store, settings_now(), predictions)
     assert unknown == ["train/999999"]
     model = table[(table["group"] == "all rows") & (table["method"] == "model")].iloc[0]
     assert model["rows"] == 36 and model["problems"] == 3

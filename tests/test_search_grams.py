@@ -18,6 +18,7 @@ from queries import api
 from queries.ingest import index_grams, search_build
 from queries.search.grams import GramPart, text_grams
 from queries.store import CODE_SCHEMA, SEARCH_DIR, code_path, search_path
+from tests.queries_helpers import settings_now
 from tests.test_search_index import REALWORLD, _check, _expected, _patterns, _programs
 
 pytestmark = pytest.mark.usefixtures("empty_runs")
@@ -76,7 +77,7 @@ def test_literals_equal_a_full_scan_with_trigram_shards(mixed_store):
     for pattern in patterns:
         _check(mixed_store, ids, texts, pattern)
         _check(mixed_store, ids, texts, pattern.swapcase(), ignore_case=True)
-    methods = {api.search_code(mixed_store, p, limit=1).method for p in ["tl.load", "no such text anywhere", "\n"]}
+    methods = {api.search_code(mixed_store, settings_now(), p, limit=1).method for p in ["tl.load", "no such text anywhere", "\n"]}
     assert methods == {"index + verify", "index", "scan"}  # the trigram shards' rows are read and matched
 
 
@@ -88,7 +89,7 @@ def test_pieces_decide_the_rows_of_their_shards(mixed_store):
     docs = pa.ipc.open_file(search_path(mixed_store, "docs.arrow")).read_all()
     held = {s: sum(1 for i, d in zip(docs["id"].to_pylist(), docs["shard"].to_pylist(), strict=True)
                    if d == s and i in holding) for s in (1, 2, 3)}
-    result = api.search_code(mixed_store, "tl.load", limit=1)
+    result = api.search_code(mixed_store, settings_now(), "tl.load", limit=1)
     assert held[1] + held[3] > 300 and result.total == len(holding)
     assert held[2] <= result.rows_scanned < held[2] + (held[1] + held[3]) // 10
 
@@ -177,11 +178,11 @@ def test_cut_words_leave_fewer_rows_to_read(mixed_store):
     """Of the rows whose trigrams a literal holds that no piece decided, only those with a cut word it could lie
     across are read (`queries/search/words.py`); a literal within a cut word is a hit, read nowhere. The answer
     is a full scan's either way."""
-    from queries.search.index import open_index
+    from queries.search.index import cache_bytes_of, open_index
     from queries.search.lines import literal_query
 
     ids, texts, ref_chars = _programs(mixed_store)
-    index = open_index(mixed_store)
+    index = open_index(mixed_store, cache_bytes_of(settings_now()))
     literals = [p for p in _patterns(texts.to_pylist(), ref_chars, 80, 9) if "\n" not in p and len(p) >= 4]
     literals += ["torch.randn", "tl.cumsum", "libdevice", "tl.program_id(1)", "num_warps=8", "tl.sum("]
     queries = [literal_query(p, fold) for p in literals for fold in (False, True)]

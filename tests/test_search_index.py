@@ -22,6 +22,7 @@ from queries.search.engine import NO_INDEX_NOTE
 from queries.search.regex import LineRule, line_rule, required_literals
 from queries.search.rewrite import line_patterns
 from queries.store import SEARCH_DIR, SEARCH_INDEX_VERSION, Store
+from tests.queries_helpers import settings_now
 
 REALWORLD = Path(__file__).resolve().parents[2] / "shared" / "data" / "realworld"
 LIMIT = 200
@@ -79,7 +80,7 @@ def _patterns(texts: list[str], ref_chars: list[int], count: int, seed: int) -> 
 
 
 def _check(store: Path, ids, texts, pattern: str, regex: bool = False, ignore_case: bool = False) -> None:
-    result = api.search_code(store, pattern, regex=regex, ignore_case=ignore_case, limit=LIMIT)
+    result = api.search_code(store, settings_now(), pattern, regex=regex, ignore_case=ignore_case, limit=LIMIT)
     expected = _expected(ids, texts, pattern, regex, ignore_case)
     got = result.rows["id"].to_pylist()
     context = f"pattern {pattern[:60]!r} regex={regex} ignore_case={ignore_case} ({result.method})"
@@ -98,7 +99,7 @@ def test_literals_equal_a_full_scan_on_real_programs(realworld_store, seed):
     for pattern in patterns:
         _check(realworld_store, ids, texts, pattern)
         _check(realworld_store, ids, texts, pattern.swapcase() if seed == 1 else pattern.upper(), ignore_case=True)
-        methods.add(api.search_code(realworld_store, pattern, limit=1).method)
+        methods.add(api.search_code(realworld_store, settings_now(), pattern, limit=1).method)
     assert {"index", "index + verify", "scan"} <= methods  # every way of answering was taken
 
 
@@ -119,7 +120,7 @@ def test_regexes_equal_a_full_scan_on_real_programs(realworld_store):
     for pattern in regexes:
         _check(realworld_store, ids, texts, pattern, regex=True)
         _check(realworld_store, ids, texts, pattern, regex=True, ignore_case=rng.random() < 0.5)
-        methods.add(api.search_code(realworld_store, pattern, regex=True, limit=1).method)
+        methods.add(api.search_code(realworld_store, settings_now(), pattern, regex=True, limit=1).method)
     assert {"index", "index + verify", "scan"} <= methods
 
 
@@ -128,14 +129,14 @@ def test_fixture_store_and_filters(fixture_store):
     for pattern in _patterns(texts.to_pylist(), ref_chars, 80, 4):
         _check(fixture_store, ids, texts, pattern)
         _check(fixture_store, ids, texts, pattern, ignore_case=True)
-    only_test = api.search_code(fixture_store, "def ", f=api.Filters(split="test"), limit=LIMIT)
+    only_test = api.search_code(fixture_store, settings_now(), "def ", f=api.Filters(split="test"), limit=LIMIT)
     assert only_test.rows["id"].to_pylist() == [i for i in _expected(ids, texts, "def ", False, False)
                                                 if i.startswith("test/")]
 
 
 def test_many_hits_show_the_first_with_the_exact_total(realworld_store):
     ids, texts, _ = _programs(realworld_store)
-    result = api.search_code(realworld_store, "import torch", limit=10)
+    result = api.search_code(realworld_store, settings_now(), "import torch", limit=10)
     expected = _expected(ids, texts, "import torch", False, False)
     assert len(expected) > 1000 and result.total == len(expected) and result.complete
     assert result.rows["id"].to_pylist() == expected[:10]
@@ -146,13 +147,13 @@ def test_a_store_without_an_index_searches_by_scan(realworld_store, tmp_path):
     shutil.copytree(realworld_store, old)
     shutil.rmtree(old / SEARCH_DIR)
     ids, texts, _ = _programs(old)
-    result = api.search_code(old, "tl.store", limit=LIMIT)
+    result = api.search_code(old, settings_now(), "tl.store", limit=LIMIT)
     assert result.note == NO_INDEX_NOTE and result.method == "scan" and result.rows_scanned == len(ids)
     assert result.rows["id"].to_pylist() == _expected(ids, texts, "tl.store", False, False)[:LIMIT]
     seen = []
-    api.search_code(old, "tl.load", progress=lambda done, total: seen.append((done, total)))
+    api.search_code(old, settings_now(), "tl.load", progress=lambda done, total: seen.append((done, total)))
     assert seen and seen[-1] == (len(ids), len(ids))
-    again = api.search_code(old, "tl.store", limit=LIMIT)  # the same search again: its rows are remembered
+    again = api.search_code(old, settings_now(), "tl.store", limit=LIMIT)  # the same search again: its rows are remembered
     assert again.memoized and again.total == result.total and again.rows.equals(result.rows)
 
 
@@ -162,7 +163,7 @@ def test_an_index_of_another_version_is_not_read(realworld_store, tmp_path):
     meta = other / SEARCH_DIR / "index.json"
     meta.write_text(meta.read_text().replace(f'"version": {SEARCH_INDEX_VERSION}', '"version": 99'))
     ids, texts, _ = _programs(other)
-    result = api.search_code(other, "tl.store", limit=LIMIT)
+    result = api.search_code(other, settings_now(), "tl.store", limit=LIMIT)
     assert result.note == NO_INDEX_NOTE and result.total == len(_expected(ids, texts, "tl.store", False, False))
 
 
@@ -179,7 +180,7 @@ def test_an_index_of_version_2_lines_alone_is_still_read(realworld_store, tmp_pa
     meta_path.write_text(json.dumps({k: v for k, v in meta.items() if k not in ("parts", "choices", "grams")}
                                     | {"version": 2}))
     ids, texts, _ = _programs(old)
-    result = api.search_code(old, "tl.store", limit=LIMIT)
+    result = api.search_code(old, settings_now(), "tl.store", limit=LIMIT)
     assert result.method == "index" and result.total == len(_expected(ids, texts, "tl.store", False, False))
 
 def test_line_rule():
@@ -232,17 +233,17 @@ def test_sessions_searching_the_same_text_at_once_read_it_once(fixture_store, mo
     search.forget_searches()
     opened = []
 
-    def slow_open_index(path):  # where a search that is not remembered starts reading
+    def slow_open_index(path, cache_bytes):  # where a search that is not remembered starts reading
         opened.append(path)
         time.sleep(0.3)
         if len(opened) == 1 and failing:
             raise OSError("the first search broke")
-        return real_open_index(path)
+        return real_open_index(path, cache_bytes)
 
     real_open_index, failing = search.open_index, False
     monkeypatch.setattr(search, "open_index", slow_open_index)
     results = []
-    threads = [threading.Thread(target=lambda: results.append(api.search_code(fixture_store, "tl.load")))
+    threads = [threading.Thread(target=lambda: results.append(api.search_code(fixture_store, settings_now(), "tl.load")))
                for _ in range(4)]
     for thread in threads:
         thread.start()
@@ -259,20 +260,19 @@ def test_sessions_searching_the_same_text_at_once_read_it_once(fixture_store, mo
 
     def first():
         try:
-            api.search_code(fixture_store, "tl.store")
+            api.search_code(fixture_store, settings_now(), "tl.store")
         except OSError as error:
             errors.append(error)
 
     broken = threading.Thread(target=first)
     broken.start()
     time.sleep(0.1)
-    waiter = api.search_code(fixture_store, "tl.store")
+    waiter = api.search_code(fixture_store, settings_now(), "tl.store")
     broken.join(timeout=30)
     assert len(errors) == 1 and len(opened) == 2 and not waiter.memoized and waiter.total > 0
 
 
-def test_decompressed_lines_are_kept_within_the_budget_and_freed_with_their_index(realworld_store, tmp_path,
-                                                                                    monkeypatch):
+def test_decompressed_lines_are_kept_within_the_budget_and_freed_with_their_index(realworld_store, tmp_path):
     import os
 
     from queries.search import engine as search
@@ -284,15 +284,16 @@ def test_decompressed_lines_are_kept_within_the_budget_and_freed_with_their_inde
     with search_index._OPEN_LOCK:  # indexes other tests left open would go as this one opens, freeing room
         while search_index._OPEN:
             search_index._OPEN.popitem()[1].forget_batches()
-    monkeypatch.setattr(search_index, "CACHE_BYTES", search_index._cached + (1 << 17))  # room for a few batches
+    # opened first with room for a few batches: the searches find it open and keep to its budget
+    index = search_index.open_index(copy, search_index._cached + (1 << 17))
     for _ in range(2):  # the second search reads batches kept and batches decompressed again
         search.forget_searches()
         _check(copy, ids, texts, "tl.load")
-    index = search_index.open_index(copy)
+    assert search_index.open_index(copy, search_index.cache_bytes_of(settings_now())) is index
     kept = sum(batch.nbytes for batch in index._cache.values())
-    assert 0 < kept <= 1 << 17 and search_index._cached <= search_index.CACHE_BYTES
+    assert 0 < kept <= 1 << 17 and search_index._cached <= index.cache_bytes
     meta = copy / "meta.json"  # the store's version, the key of every cache of it
     os.utime(meta, (meta.stat().st_atime, meta.stat().st_mtime + 5))  # as a rebuild of the store would
     before = search_index._cached
-    assert search_index.open_index(copy) is not index
+    assert search_index.open_index(copy, index.cache_bytes) is not index
     assert index._cache is None and search_index._cached <= before - kept  # (and any index beyond KEEP_OPEN)

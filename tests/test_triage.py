@@ -14,6 +14,7 @@ import pytest
 
 from runner.triage.pool import TriagePool, TriageSettings
 from tests.programs import HERE, runner_program, whole_program
+from tests.queries_helpers import settings_now
 
 TRIAGE = HERE / "triage_programs"
 
@@ -200,7 +201,7 @@ def test_store_rows_on_a_ray_cluster_each_once_then_filtered_by_triage(tmp_path)
     # the explorer's filters take the triage: bulk would re-run only the row triage passed
     from runner.rows import filtered_rows
 
-    assert [r[0] for r in filtered_rows(store, runs, triage_status="passed")] == ["train/000000"]
+    assert [r[0] for r in filtered_rows(store, settings_now(runs), triage_status="passed")] == ["train/000000"]
 
 
 def test_what_a_program_leaves_running_is_killed_before_the_next_one(tmp_path):

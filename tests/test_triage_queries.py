@@ -15,7 +15,7 @@ from queries import api
 from queries.db import connect
 from queries.filters import Filters
 from queries.store import Store
-from tests.queries_helpers import fixture_rows, result, write_results
+from tests.queries_helpers import fixture_rows, result, settings_now, write_results
 from tests.triage_helpers import triage, write_triage
 
 pytestmark = pytest.mark.usefixtures("empty_runs")
@@ -65,7 +65,7 @@ def test_reader_skips_torn_lines_and_bounds_what_it_keeps(triaged, tmp_path):
 def test_each_failed_row_counts_once_by_its_most_trusted_cause(triaged):
     store, runs_dir = triaged
     counted = {(r["source"], r["basis"], r["error_type"]): r["rows"]
-               for r in connect(store, runs_dir).execute("failures", Filters().params()).to_pylist()}
+               for r in connect(store, settings_now(runs_dir)).execute("failures", Filters().params()).to_pylist()}
     assert sum(counted.values()) == len(FAILED)  # once each: never measured + triaged + static
     assert counted == {
         ("measured", "measured on H200", "compile_error"): 1,  # train/6: not its triage, not its syntax error
@@ -79,7 +79,7 @@ def test_each_failed_row_counts_once_by_its_most_trusted_cause(triaged):
 
 def test_error_source_filters_count_every_row_by_that_source(triaged):
     store, runs_dir = triaged
-    db = connect(store, runs_dir)
+    db = connect(store, settings_now(runs_dir))
     by_triage = {(r["source"], r["error_type"]): r["rows"]
                  for r in db.execute("failures", Filters(error_source="triaged").params()).to_pylist()}
     assert by_triage == {("triaged", "import_error"): 1, ("triaged", "compile_error"): 1,
@@ -90,7 +90,7 @@ def test_error_source_filters_count_every_row_by_that_source(triaged):
 
 def test_triage_filters_pick_rows_by_latest_triage(triaged):
     store, runs_dir = triaged
-    db = connect(store, runs_dir)
+    db = connect(store, settings_now(runs_dir))
 
     def ids(f: Filters) -> list[str]:
         return db.execute("filtered_ids", f.params())["id"].to_pylist()
@@ -112,24 +112,24 @@ def test_triage_filters_pick_rows_by_latest_triage(triaged):
 
 def test_examples_and_row_detail_show_the_triage_as_triage(triaged):
     store, runs_dir = triaged
-    connect(store, runs_dir)  # the runs folder this test reads (api.* connect with settings' runs dir)
-    examples = {r["id"]: r for r in connect(store, runs_dir).execute(
+    connect(store, settings_now(runs_dir))  # the runs folder this test reads (api.* connect with settings' runs dir)
+    examples = {r["id"]: r for r in connect(store, settings_now(runs_dir)).execute(
         "failure_examples", {**Filters().params(), "limit": 50}).to_pylist()}
     assert examples["train/000004"]["cause"] == "compile_error" and examples["train/000004"]["basis"] == TRIAGED_ON
     assert examples["train/000004"]["triage_message"] == "compile_error: triaged boom"
     assert examples["train/000006"]["cause"] == "compile_error"
     assert examples["train/000006"]["basis"] == "measured on H200"
-    latest = connect(store, runs_dir).execute("row_latest_triage", {"row_id": "test/000004"}).to_pylist()
+    latest = connect(store, settings_now(runs_dir)).execute("row_latest_triage", {"row_id": "test/000004"}).to_pylist()
     assert [(t["triage_status"], t["error_type"], t["basis"]) for t in latest] == [
         ("failed", "shape_mismatch", TRIAGED_ON)]
 
 
 def test_new_triage_files_are_noticed(triaged):
     store, runs_dir = triaged
-    db = connect(store, runs_dir)
+    db = connect(store, settings_now(runs_dir))
     before = db.execute("filtered_ids", Filters(triage_status="passed").params())["id"].to_pylist()
     write_triage(runs_dir, [triage("train/000009", "passed", triaged_at="2025-04-01T00:00:00Z")], name="later.jsonl")
-    after = connect(store, runs_dir).execute("filtered_ids", Filters(triage_status="passed").params())
+    after = connect(store, settings_now(runs_dir)).execute("filtered_ids", Filters(triage_status="passed").params())
     assert before == ["test/000001"] and after["id"].to_pylist() == ["test/000001", "train/000009"]
 
 
@@ -140,14 +140,14 @@ def test_bulk_reruns_only_the_failed_rows_that_triage_passed(triaged):
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     picked = [r[0] for r in select_rows(store, parser.parse_args(["--status", "failed", "--triage-status", "passed"]),
-                                        runs_dir)]
+                                        settings_now(runs_dir))]
     assert picked == ["test/000001"]
-    by_type = [r[0] for r in select_rows(store, parser.parse_args(["--triage-error", "compile_error"]), runs_dir)]
+    by_type = [r[0] for r in select_rows(store, parser.parse_args(["--triage-error", "compile_error"]), settings_now(runs_dir))]
     assert by_type == ["train/000000", "train/000004"]
     with pytest.raises(SystemExit):
         parser.parse_args(["--triage-status", "maybe"])
     by_source = select_rows(store, parser.parse_args(["--error-source", "triaged", "--error-type", "import_error"]),
-                            runs_dir)
+                            settings_now(runs_dir))
     assert [r[0] for r in by_source] == ["train/000006"]  # its triage's type, not its run's (compile_error)
     from queries.filters import ERROR_SOURCES
     from runner.bulk.command import ERROR_SOURCES as BULK_SOURCES
@@ -167,7 +167,7 @@ def test_ingest_copies_published_triage_into_the_store(tmp_path):
     ingest([str(p) for p in paths], store, progress=False, workers=1, code_rows_per_group=4)
     assert (store / "triage" / "triage-cpu.jsonl").read_bytes() == published.read_bytes()
     assert Store(store).meta.rest["shipped_triage"] == [str(published)]
-    assert api.row(store, "train/000004").latest_triage["error_type"] == "compile_error"
+    assert api.row(store, settings_now(), "train/000004").latest_triage["error_type"] == "compile_error"
 
 
 def test_a_growing_file_is_read_once_a_line_and_a_replaced_one_in_full(tmp_path):
@@ -202,13 +202,13 @@ def test_a_growing_file_is_read_once_a_line_and_a_replaced_one_in_full(tmp_path)
 
 def test_a_connection_sees_appended_and_replaced_triage(triaged):
     store, runs_dir = triaged
-    db = connect(store, runs_dir)
+    db = connect(store, settings_now(runs_dir))
     path = runs_dir / "triage" / "triage-worker-1.jsonl"
     with open(path, "a") as fh:
         fh.write(json.dumps(triage("train/000009", "failed", "init_error", triaged_at="2025-05-01T00:00:00Z")) + "\n")
-    ids = connect(store, runs_dir).execute("filtered_ids", Filters(triage_error="init_error").params())
+    ids = connect(store, settings_now(runs_dir)).execute("filtered_ids", Filters(triage_error="init_error").params())
     assert ids["id"].to_pylist() == ["train/000009"]
     path.write_text(json.dumps(triage("train/000004", "passed", triaged_at="2025-05-01T00:00:00Z")) + "\n")
-    db = connect(store, runs_dir)
+    db = connect(store, settings_now(runs_dir))
     assert db.execute("filtered_ids", Filters(triage_error="init_error").params()).num_rows == 0
     assert db.execute("filtered_ids", Filters(triage_status="passed").params())["id"].to_pylist() == ["train/000004"]

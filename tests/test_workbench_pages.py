@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.queries_helpers import result, write_results
+from tests.queries_helpers import result, settings_now, write_results
 from tests.test_pages import env, no_exception, open_page, problem_key_of, ui_store, view_link  # noqa: F401  (fixtures)
 from tests.ui_services import runner_service
 
@@ -106,7 +106,7 @@ def test_rerun_both_is_one_pair_job_on_a_runner_service(env, ui_store, tmp_path)
 def api_runs_of(store, runs_dir, row_ids) -> list[dict]:
     from queries import api
 
-    return [r for r in api.runs(store, runs_dir).to_pylist() if r["row_id"] in row_ids]
+    return [r for r in api.runs(store, settings_now(runs_dir)).to_pylist() if r["row_id"] in row_ids]
 
 
 def test_compare_says_when_both_times_come_from_one_pair_job(env, ui_store, tmp_path):  # noqa: F811
@@ -251,9 +251,9 @@ def test_a_runner_on_another_store_is_named_before_queuing(ui_store):  # noqa: F
     sha = {r["id"]: r["program_sha256"] for r in pq.read_table(ui_store / "index.parquet").to_pylist()}
     same = [{"row_id": "train/000001", "program_sha256": sha["train/000001"]}]
     other = [{"row_id": "train/000002", "program_sha256": "0" * 64}, {"row_id": None, "program_sha256": "1" * 64}]
-    assert api.mismatched_rows(ui_store, same) == [] and api.mismatched_rows(ui_store, same + other) == ["train/000002"]
+    assert api.mismatched_rows(ui_store, settings_now(), same) == [] and api.mismatched_rows(ui_store, settings_now(), same + other) == ["train/000002"]
     pair = [{"kind": "pair", "row_id": None, "program_sha256": None, "members": same + other}]  # a pair job's rows
-    assert api.mismatched_rows(ui_store, pair) == ["train/000002"]
+    assert api.mismatched_rows(ui_store, settings_now(), pair) == ["train/000002"]
 
     def page() -> None:
         from types import SimpleNamespace

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import streamlit as st
 
+from common.settings import Settings
 from queries import api
 from queries.store import LOCATION_COLUMNS
 from ui import links, widgets
@@ -31,13 +32,13 @@ def fold_toggle(store: Path, *, key: str) -> bool:
     return value
 
 
-def problem_clusters(store: Path, problem_key: str, label_unit: str, *, key: str) -> None:
+def problem_clusters(store: Path, cfg: Settings, problem_key: str, *, key: str) -> None:
     """The Problem page's clusters: size, fastest member and label spread inside each."""
     st.subheader("Near-duplicate clusters")
     if not api.clustered(store):
         st.caption(md(NOT_RUN.format(store=store)))
         return
-    table = api.problem_clusters(store, problem_key)
+    table = api.problem_clusters(store, cfg, problem_key)
     if not table.num_rows:
         st.caption("No candidate of this problem has a near-copy. " + HOW)
         return
@@ -49,15 +50,15 @@ def problem_clusters(store: Path, problem_key: str, label_unit: str, *, key: str
                              "rows": st.column_config.NumberColumn("rows here", format="%d"),
                              "rows_in_store": st.column_config.NumberColumn("rows, all problems", format="%d"),
                              "fastest_id": st.column_config.TextColumn("fastest correct"),
-                             "fastest_y": st.column_config.NumberColumn(f"fastest ({label_unit})", format="%.4g"),
-                             "median_y": st.column_config.NumberColumn(f"median ({label_unit})", format="%.4g"),
-                             "slowest_y": st.column_config.NumberColumn(f"slowest ({label_unit})", format="%.4g"),
+                             "fastest_y": st.column_config.NumberColumn(f"fastest ({cfg.label_unit})", format="%.4g"),
+                             "median_y": st.column_config.NumberColumn(f"median ({cfg.label_unit})", format="%.4g"),
+                             "slowest_y": st.column_config.NumberColumn(f"slowest ({cfg.label_unit})", format="%.4g"),
                              "spread": st.column_config.NumberColumn("spread", format="%.2f×"),
                              "failed": st.column_config.NumberColumn("failed", format="%d"),
                          })
 
 
-def row_near_copies(store: Path, row_id: str, cluster: str | None, label_unit: str, *, key: str) -> None:
+def row_near_copies(store: Path, cfg: Settings, row_id: str, cluster: str | None, *, key: str) -> None:
     """The Kernel page's list of the row's near-copies, each with its label."""
     st.subheader("Near-copies")
     if not api.clustered(store):
@@ -66,16 +67,16 @@ def row_near_copies(store: Path, row_id: str, cluster: str | None, label_unit: s
     if not cluster:
         st.caption("This row has no near-copy. " + HOW)
         return
-    table = api.near_copies(store, row_id)
+    table = api.near_copies(store, cfg, row_id)
     st.caption(f"{table.num_rows:,} other rows of cluster {md_code(cluster)}"
                + (" (the first shown)" if table.num_rows >= 200 else "") + ", fastest label first. " + HOW)
     widgets.linked_table(table.to_pandas(), key=key, target="row", id_column="id", param="row", column_config={
-        "y": st.column_config.NumberColumn(f"label ({label_unit})", format="%.4g"),
+        "y": st.column_config.NumberColumn(f"label ({cfg.label_unit})", format="%.4g"),
         "same_problem": st.column_config.CheckboxColumn("same problem"),
     })
 
 
-def train_export(store: Path, holdout_groups: list[str]) -> None:
+def train_export(store: Path, cfg: Settings, holdout_groups: list[str]) -> None:
     """The Export page's training set without leaks (`python -m queries export-train`)."""
     st.subheader("Training set without leaks")
     st.caption("Train rows, less those whose problem is a test problem (by problem key and by KernelBench name), "
@@ -95,7 +96,7 @@ def train_export(store: Path, holdout_groups: list[str]) -> None:
     if st.button("Prepare training set", key="train_export_prepare"):
         try:
             with st.spinner("Selecting the training rows…"):
-                export = api.train_export(store, groups, representative=members != "all")
+                export = api.train_export(store, cfg, groups, representative=members != "all")
         except api.TrainExportError as error:
             st.error(md(error))
             return

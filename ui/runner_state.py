@@ -42,7 +42,7 @@ def check(cfg, store: Path | str, client) -> RunnerState:
         return RunnerState(TOKEN_REJECTED if error.status in (401, 403) else FAILED, error.message)
     served = (health.get("store") or {}).get("build_id") if isinstance(health, dict) else None
     other = bool(served) and served != api.store_build_id(store)
-    return RunnerState(REACHABLE, health=health, jobs=jobs, foreign_rows=api.mismatched_rows(store, jobs),
+    return RunnerState(REACHABLE, health=health, jobs=jobs, foreign_rows=api.mismatched_rows(store, cfg, jobs),
                        other_store=other)
 
 

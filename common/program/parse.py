@@ -30,7 +30,14 @@ from pathlib import Path
 
 from common.checks import first_static_error
 from common.program.shapes import input_shapes
-from common.program.syntax_rules import candidate_start, is_kernel, kernel_kind, statements, triton_aliases
+from common.program.syntax_rules import (
+    candidate_start,
+    is_kernel,
+    kernel_kind,
+    model_at,
+    statements,
+    triton_aliases,
+)
 from common.program.text_rules import candidate_key, program_candidate_key, python_regex, text_cut
 
 _TITLE_MAX = 100
@@ -164,7 +171,7 @@ def _candidate_start(body: list[ast.stmt], aliases: dict[str, str]) -> int:
     """Index of the first top-level statement of the candidate (len(body) when there is none): where
     `syntax_rules.candidate_start` starts it, pulled up over the helpers, constants and imports just above that
     only the candidate uses."""
-    model_at = next((i for i, s in enumerate(body) if isinstance(s, ast.ClassDef) and s.name == "Model"), -1)
+    model = model_at(body)
     start = candidate_start(body, aliases)
     if start == len(body):
         return start
@@ -174,7 +181,7 @@ def _candidate_start(body: list[ast.stmt], aliases: dict[str, str]) -> int:
         prev = body[start - 1]
         names = _defined_names(prev)
         if isinstance(prev, ast.Import | ast.ImportFrom):
-            if start - 1 <= model_at:
+            if start - 1 <= model:
                 break
         else:
             if not names or names & ref_core:

@@ -10,15 +10,16 @@ What the judge runs is plain when it defines `Model`,
 `get_inputs` and `get_init_inputs` and holds only imports, undecorated functions and classes (methods may carry
 `SAFE_DECORATORS`), assignments to plain names and docstrings; and nowhere, not in a function body either,
 assigns or deletes an attribute of anything but `self`, or calls one of `FORBIDDEN_CALLS`; and defines neither
-`ModelNew` nor a Triton kernel (which belong after `Model`). On the 1,700 programs of
-`../shared/data/realworld/` every reference part is plain. Standard library only.
+`ModelNew` nor a Triton kernel (`common/program/syntax_rules.is_kernel`, the rule's one owner; both belong after
+`Model`). On the 1,700 programs of `../shared/data/realworld/` every reference part is plain. Standard library
+only.
 """
 
 from __future__ import annotations
 
 import ast
 
-from common.program.syntax_rules import KERNEL_DECORATORS, dotted
+from common.program.syntax_rules import dotted, is_kernel, triton_aliases
 
 NAMES = ("Model", "get_inputs", "get_init_inputs")
 SAFE_DECORATORS = frozenset({"staticmethod", "classmethod", "property", "torch.no_grad", "torch.inference_mode",
@@ -32,23 +33,18 @@ def _decorator(node: ast.expr) -> str:
     return dotted(target) or _first_line(target)
 
 
-def _is_kernel(node: ast.stmt) -> bool:
-    return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-        _decorator(d).split(".")[-1] in KERNEL_DECORATORS and not _decorator(d).startswith("torch.")
-        for d in node.decorator_list)
-
-
 def _names_only(target: ast.expr) -> bool:
     if isinstance(target, (ast.Tuple, ast.List)):
         return all(_names_only(t) for t in target.elts)
     return isinstance(target, ast.Name)
 
 
-def _top_level(node: ast.stmt) -> str | None:
-    """Why a top-level statement is not plain, or None."""
+def _top_level(node: ast.stmt, aliases: dict[str, str]) -> str | None:
+    """Why a top-level statement is not plain, or None (`aliases`: the part's `syntax_rules.triton_aliases`, for
+    the kernel rule's one owner)."""
     if isinstance(node, ast.ClassDef) and node.name == "ModelNew":
         return "defines ModelNew before Model"
-    if _is_kernel(node):
+    if is_kernel(node, aliases):
         return f"defines the Triton kernel `{node.name}` before Model"
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         if node.decorator_list:
@@ -138,8 +134,9 @@ def judge_statements(statements: list[ast.stmt]) -> list[ast.stmt]:
 
 def reference_problem(statements: list[ast.stmt]) -> str | None:
     """Why a reference part (its top-level statements) is not plain, one reason naming the line, or None."""
+    aliases = triton_aliases(statements)
     for node in statements:
-        why = _top_level(node)
+        why = _top_level(node, aliases)
         if why is None:
             why = next((w for sub in ast.walk(node) if (w := _anywhere(sub)) is not None), None)
         if why is not None:

@@ -102,8 +102,13 @@ def starts_candidate(node: ast.stmt, aliases: dict[str, str], after_model: bool)
     return (isinstance(node, ast.ClassDef) and node.name == "Model") or is_triton_import(node) or is_kernel(node, aliases)
 
 
+def model_at(body: list[ast.stmt]) -> int:
+    """Index of the reference's `class Model` among the top-level statements, -1 when there is none."""
+    return next((i for i, s in enumerate(body) if isinstance(s, ast.ClassDef) and s.name == "Model"), -1)
+
+
 def candidate_start(body: list[ast.stmt], aliases: dict[str, str]) -> int:
     """Index of the top-level statement where the candidate starts (`len(body)` when none does). Without a
     `class Model`, every statement counts as after it."""
-    model_at = next((i for i, s in enumerate(body) if isinstance(s, ast.ClassDef) and s.name == "Model"), -1)
-    return next((i for i, s in enumerate(body) if starts_candidate(s, aliases, i > model_at)), len(body))
+    model = model_at(body)
+    return next((i for i, s in enumerate(body) if starts_candidate(s, aliases, i > model)), len(body))

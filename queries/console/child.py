@@ -20,11 +20,13 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
 import pyarrow as pa
 
+from common.settings import Settings, load_settings
 from queries.console.pool import MAX_RESULT_BYTES
 from queries.console.statements import MAX_ROWS_CAP, ConsoleError, statement_result
 from queries.db import connect
@@ -54,10 +56,10 @@ def _send(out: BinaryIO, header: dict, payload: bytes = b"") -> None:
     out.flush()
 
 
-def _answer(store: Path, runs_dir: Path, request: dict) -> tuple[dict, bytes]:
+def _answer(store: Path, settings: Settings, request: dict) -> tuple[dict, bytes]:
     try:
         sql, max_rows, timeout_s = request["sql"], int(request["max_rows"]), float(request["timeout_s"])
-        table = statement_result(connect(store, runs_dir), sql, max(1, min(max_rows, MAX_ROWS_CAP)), timeout_s)
+        table = statement_result(connect(store, settings), sql, max(1, min(max_rows, MAX_ROWS_CAP)), timeout_s)
     except MemoryError:
         return {"error": "the statement needs more memory than the console allows; narrow it down or aggregate",
                 "kind": "console"}, b""
@@ -77,11 +79,12 @@ def _answer(store: Path, runs_dir: Path, request: dict) -> tuple[dict, bytes]:
 
 def main(argv: list[str]) -> int:
     store, runs_dir, headroom, file_bytes = Path(argv[0]), Path(argv[1]), int(argv[2]), int(argv[3])
+    settings = replace(load_settings(), runs_dir=runs_dir)  # once, at this process's entry
     threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), daemon=True).start()
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # stray prints from libraries go to stderr, never into a reply
     try:
-        db = connect(store, runs_dir)
+        db = connect(store, settings)
         db.run("SELECT count(*) FROM programs")  # starts DuckDB's threads before the size is taken
     except StoreError as exc:
         _send(out, {"error": str(exc), "kind": "store"})
@@ -96,7 +99,7 @@ def main(argv: list[str]) -> int:
             request = json.loads(line)
         except ValueError:
             return 2
-        header, payload = _answer(store, runs_dir, request)
+        header, payload = _answer(store, settings, request)
         if _address_space() > loaded + headroom // 2:
             header["recycle"] = True  # memory the statement left mapped would shrink the next one's share
         _send(out, header, payload)

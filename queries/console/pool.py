@@ -1,7 +1,7 @@
 """Child processes that run SQL-console statements with a time and a memory limit enforced from outside.
 
 Each worker is `python -m queries.console.child` (see there for the protocol), started for one (store, runs dir,
-store build): it loads the store, caps its own address space (`RLIMIT_AS`) at what that took plus
+store version): it loads the store, caps its own address space (`RLIMIT_AS`) at what that took plus
 `MEMORY_HEADROOM_BYTES`, and answers one statement at a time. The parent (`run`) sends a statement and waits at
 most its time limit plus `KILL_GRACE_S`; past that the worker is SIGKILLed, since DuckDB does not check for
 interruption while building one huge list or string. A worker that dies (out of memory, a crash in the parser)
@@ -29,6 +29,7 @@ from typing import Any
 
 from common.errors import TlxError
 from common.settings import REPO_ROOT
+from queries.store import StoreError, store_version
 
 MAX_WORKERS = 2
 MAX_IDLE = 4
@@ -47,7 +48,7 @@ class WorkerFailure(TlxError):
     """A worker could not answer: it ran past its time, died, was busy, or could not start."""
 
 
-Key = tuple[str, str, int]  # (store path, runs dir, meta.json mtime)
+Key = tuple[str, str, int]  # (store path, runs dir, `queries.store.store_version`)
 
 
 def _read_until(fd: int, buffer: bytearray, done, deadline: float) -> None:
@@ -204,7 +205,7 @@ def ask(store: Path, runs_dir: Path, request: dict[str, Any], limit_s: float) ->
     was refused or failed; WorkerFailure when no worker answered in time or one died."""
     path = Path(store).expanduser().resolve()
     try:
-        mtime = (path / "meta.json").stat().st_mtime_ns
-    except OSError:
-        mtime = -1  # the worker reports the missing store
-    return _POOL.ask((str(path), str(Path(runs_dir).expanduser().resolve()), mtime), request, limit_s)
+        version = store_version(path)  # the key of every cache of a store
+    except StoreError:
+        version = -1  # the worker reports the missing store
+    return _POOL.ask((str(path), str(Path(runs_dir).expanduser().resolve()), version), request, limit_s)

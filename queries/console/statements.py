@@ -23,7 +23,7 @@ import duckdb
 import pyarrow as pa
 
 from common.errors import TlxError
-from common.settings import load_settings
+from common.settings import Settings
 from queries.console import pool as console_pool
 from queries.db import Database, QueryTimeout
 from queries.store import StoreError
@@ -126,7 +126,8 @@ def statement_result(db: Database, sql: str, max_rows: int, timeout_s: float) ->
     return table
 
 
-def console(store: Path | str, sql: str, max_rows: int = 1000, timeout_s: float = 5.0) -> pa.Table:
+def console(store: Path | str, settings: Settings, sql: str, max_rows: int = 1000,
+            timeout_s: float = 5.0) -> pa.Table:
     """The result of one read-only statement, run in a console worker process with a time and memory limit;
     ConsoleError when refused, too long, too big or failing; StoreError when the store cannot be opened."""
     if not isinstance(sql, str) or not sql.strip():
@@ -135,7 +136,7 @@ def console(store: Path | str, sql: str, max_rows: int = 1000, timeout_s: float 
         raise ConsoleError(f"the statement is {len(sql)} characters long; the console takes {MAX_SQL_CHARS}")
     request = {"sql": sql, "max_rows": max(1, min(int(max_rows), MAX_ROWS_CAP)), "timeout_s": float(timeout_s)}
     try:
-        header, payload = console_pool.ask(Path(store), load_settings().runs_dir, request, float(timeout_s))
+        header, payload = console_pool.ask(Path(store), settings.runs_dir, request, float(timeout_s))
     except console_pool.WorkerFailure as exc:
         raise ConsoleError(exc.user_message) from exc
     if header.get("kind") == "store":

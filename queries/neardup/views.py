@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from common.settings import Settings
 from queries.db import connect
 from queries.store import Store
 
@@ -20,12 +21,14 @@ def clustered(store: Path | str) -> bool:
     return bool(summary.get("done")) and "components" in summary
 
 
-def problem_clusters(store: Path | str, problem_key: str, limit: int = MAX_LISTED) -> pa.Table:
+def problem_clusters(store: Path | str, settings: Settings, problem_key: str, limit: int = MAX_LISTED) -> pa.Table:
     """The clusters with rows of `problem_key`: cluster, rows, rows_in_store, fastest_id, fastest_y, median_y,
     slowest_y, spread (slowest ÷ fastest correct), failed, train_rows, test_rows; largest first."""
-    return connect(store).execute("problem_clusters", {"problem": problem_key, "limit": int(limit)}, memo=True)
+    params = {"problem": problem_key, "limit": int(limit)}
+    return connect(store, settings).execute("problem_clusters", params, memo=True)
 
 
-def near_copies(store: Path | str, row_id: str, limit: int = MAX_LISTED) -> pa.Table:
+def near_copies(store: Path | str, settings: Settings, row_id: str, limit: int = MAX_LISTED) -> pa.Table:
     """The other rows of `row_id`'s cluster: id, split, y, ok, measured_status, title, problem_key, same_problem."""
-    return connect(store).execute("row_near_copies", {"row_id": row_id, "limit": int(limit)}, memo=True)
+    params = {"row_id": row_id, "limit": int(limit)}
+    return connect(store, settings).execute("row_near_copies", params, memo=True)

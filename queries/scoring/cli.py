@@ -8,6 +8,7 @@ import math
 import sys
 from pathlib import Path
 
+from common.settings import Settings
 from common.terminal import inert
 from queries.scoring.metrics import METRICS, score_predictions
 from queries.scoring.predictions import PredictionsError, read_file, read_predictions
@@ -35,7 +36,7 @@ def format_table(table) -> str:
                      for r in cells)
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, settings: Settings) -> int:
     try:
         predictions = read_predictions(read_file(args.file), str(args.file))
     except OSError as exc:
@@ -45,7 +46,7 @@ def main(args: argparse.Namespace) -> int:
         print(inert(f"score-predictions: {exc}"), file=sys.stderr)
         return 2
     try:
-        table, unknown = score_predictions(args.store, predictions)
+        table, unknown = score_predictions(args.store, settings, predictions)
     except StoreError as exc:
         print(inert(f"score-predictions: {exc}"), file=sys.stderr)
         return 1

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from common.settings import Settings
 from queries.db import connect
 from queries.neardup.views import clustered
 
@@ -182,9 +183,10 @@ def metrics(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def score_predictions(store: Path | str, predictions: pa.Table) -> tuple[pd.DataFrame, list[str]]:
+def score_predictions(store: Path | str, settings: Settings,
+                      predictions: pa.Table) -> tuple[pd.DataFrame, list[str]]:
     """Metrics of `predictions` (`queries.scoring.predictions.SCHEMA`) on `store`, and the ids the store does not hold."""
-    db = connect(store)
+    db = connect(store, settings)
     joined = db.execute("score_rows", {"clustered": clustered(store)}, tables={"predictions": predictions}).to_pandas()
     unknown = db.execute("score_unknown_ids", tables={"predictions": predictions}).column("id").to_pylist()
     if joined.empty:

@@ -29,10 +29,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from common.errors import TlxError
+from common.settings import Settings
 from queries.db import connect
 from queries.filters import NO_FILTERS, Filters
 from queries.memo import Memo
-from queries.search.index import SearchIndex, open_index
+from queries.search.index import SearchIndex, cache_bytes_of, open_index
 from queries.search.lines import LineQuery, literal_query, literal_regex
 from queries.search.regex import line_rule, required_literals
 from queries.search.rewrite import line_patterns
@@ -145,7 +146,7 @@ def _snippet(row_id: str, text: str, found: str | None) -> dict:
     }
 
 
-def search_code(store: Path | str, pattern: str, regex: bool = False, limit: int = 100,
+def search_code(store: Path | str, settings: Settings, pattern: str, regex: bool = False, limit: int = 100,
                 time_budget_s: float | None = None, f: Filters = NO_FILTERS, ignore_case: bool = False,
                 progress: Callable[[int, int], None] | None = None) -> SearchResult:
     """Rows whose program contains `pattern` (substring, or RE2 regex when `regex`): the first `limit` in id
@@ -157,7 +158,7 @@ def search_code(store: Path | str, pattern: str, regex: bool = False, limit: int
     limit = max(0, min(int(limit), MAX_LIMIT))
     started = time.monotonic()
     deadline = None if time_budget_s is None else started + time_budget_s
-    db = connect(store)
+    db = connect(store, settings)
     allowed = db.execute("filtered_ids", f.params())["id"].combine_chunks() if not f.is_empty else None
 
     def matcher(texts: pa.Array) -> pa.Array:
@@ -167,7 +168,7 @@ def search_code(store: Path | str, pattern: str, regex: bool = False, limit: int
     key = (str(db.store.path), store_version(db.store.path), pattern, regex, ignore_case) if f.is_empty else None
 
     def answer() -> tuple[tuple, int | None]:
-        index = open_index(db.store.path)
+        index = open_index(db.store.path, cache_bytes_of(settings))
         scanner = Scanner(db.store.path)
         if index is None:
             scanned = scanner.scan(_every_group(scanner, db.store.code_paths), matcher, deadline, progress, allowed)

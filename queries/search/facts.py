@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from common.settings import Settings
 from queries.db import connect
 from queries.filters import NO_FILTERS, Filters
 from queries.search.engine import search_code
@@ -26,11 +27,11 @@ class SearchHits:
     note: str  # why it was a full scan, for the user
 
 
-def search_hits(store: Path | str, pattern: str, *, regex: bool = False, limit: int = 100,
+def search_hits(store: Path | str, settings: Settings, pattern: str, *, regex: bool = False, limit: int = 100,
                 time_budget_s: float | None = None, f: Filters = NO_FILTERS, ignore_case: bool = False,
                 progress: Callable[[int, int], None] | None = None) -> SearchHits:
     """The first `limit` matching rows with their facts, and the number of matching rows."""
-    found = search_code(store, pattern, regex=regex, limit=limit, time_budget_s=time_budget_s, f=f,
+    found = search_code(store, settings, pattern, regex=regex, limit=limit, time_budget_s=time_budget_s, f=f,
                         ignore_case=ignore_case, progress=progress)
-    rows = connect(store).execute("search_facts", tables={"hits": found.rows})
+    rows = connect(store, settings).execute("search_facts", tables={"hits": found.rows})
     return SearchHits(rows, found.total, found.complete, found.rows_scanned, found.elapsed_s, found.method, found.note)

@@ -8,9 +8,10 @@ matches. A program's text is its reference's whole lines and its candidate lines
 with the line that holds the cut), so for a query that cannot match a newline the rows marked are exactly those
 whose text holds a match within one line. Matching is RE2's, as in a full scan, so the index changes how many
 texts are read, never what is found. Decompressing the lines is ~40% of a search's work, so the decompressed
-batches are kept in memory, up to `CACHE_BYTES` for the process (a 601k-row store's lines are 1.1 GB), in the
-order first read and never evicted (a search reads every batch: an evicting cache would lose each before its
-next use); an index that is no longer open (a rebuilt store's old one) frees its batches.
+batches are kept in memory, up to `cache_bytes` for the process (`cache_bytes_of(settings)`: TLX_SEARCH_CACHE_MB;
+a 601k-row store's lines are 1.1 GB), in the order first read and never evicted (a search reads every batch: an
+evicting cache would lose each before its next use); an index that is no longer open (a rebuilt store's old one)
+frees its batches.
 
 A shard whose lines rarely repeat has a trigram index instead (`queries/search/grams.py`; index.json's "parts"
 says which shards): there the rows holding every trigram of a query's literal are only a superset, returned as
@@ -30,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from common.settings import load_settings
+from common.settings import Settings
 from queries.search.grams import GramPart
 from queries.search.lines import DENSE_SHARE, LineQuery, matching_lines, matching_texts
 from queries.search.words import word_queries
@@ -50,14 +51,20 @@ from queries.store import (
 
 THREADS = 2
 LINE_FILES = (LINES_FILE, OFFSETS_FILE, POSTINGS_FILE)
-# decompressed lines kept per process (TLX_SEARCH_CACHE_MB, default 1,200): a 601k-row store's are 1,091 MiB
-CACHE_BYTES = max(load_settings().search_cache_mb, 0) << 20
 _cached = 0  # bytes of decompressed lines kept, over every open index
 _CACHE_LOCK = threading.Lock()
 
 
+def cache_bytes_of(settings: Settings) -> int:
+    """The decompressed lines a process keeps (TLX_SEARCH_CACHE_MB, default 1,200): a 601k-row store's are
+    1,091 MiB."""
+    return max(settings.search_cache_mb, 0) << 20
+
+
 class SearchIndex:
-    def __init__(self, store: Path):
+    def __init__(self, store: Path, cache_bytes: int):
+        """`cache_bytes`: the decompressed batches kept, over every open index of the process."""
+        self.cache_bytes = cache_bytes
         meta = json.loads(search_path(store, SEARCH_META).read_text())
         if meta.get("version") not in SEARCH_INDEX_READ:
             raise ValueError(f"search index version {meta.get('version')!r}, this code reads {SEARCH_INDEX_READ}")
@@ -162,14 +169,14 @@ class SearchIndex:
                 for found in matched]
 
     def _batch(self, lines: pa.ipc.RecordBatchFileReader, key: tuple[int, str, int]) -> pa.StringArray:
-        """Batch `key[2]` of a lines file, decompressed: kept while the process's `CACHE_BYTES` allow."""
+        """Batch `key[2]` of a lines file, decompressed: kept while the process's `cache_bytes` allow."""
         global _cached
         cache = self._cache  # None once forgotten, by another thread at any time
         batch = cache.get(key) if cache is not None else None
         if batch is None:
             batch = lines.get_batch(key[2]).column(0)
             with _CACHE_LOCK:
-                if self._cache is not None and _cached + batch.nbytes <= CACHE_BYTES:
+                if self._cache is not None and _cached + batch.nbytes <= self.cache_bytes:
                     self._cache[key] = batch
                     _cached += batch.nbytes
         return batch
@@ -234,10 +241,10 @@ _OPEN_LOCK = threading.Lock()
 KEEP_OPEN = 4
 
 
-def open_index(store: Path) -> SearchIndex | None:
-    """The store's search index (kept open per store and `store_version`, the key of every cache of a store), or
-    None when the store has none this code reads (built before the index existed, by another version of it, or
-    damaged)."""
+def open_index(store: Path, cache_bytes: int) -> SearchIndex | None:
+    """The store's search index (kept open per store and `store_version`, the key of every cache of a store; the
+    process keeps up to `cache_bytes` of decompressed lines, `cache_bytes_of(settings)`), or None when the store
+    has none this code reads (built before the index existed, by another version of it, or damaged)."""
     try:
         key = (str(Path(store)), store_version(store))
     except StoreError:
@@ -248,7 +255,7 @@ def open_index(store: Path) -> SearchIndex | None:
                 if old in _OPEN:  # a rebuilt store's old index goes, and the oldest beyond KEEP_OPEN
                     _OPEN.pop(old).forget_batches()
             try:
-                _OPEN[key] = SearchIndex(Path(store))
+                _OPEN[key] = SearchIndex(Path(store), cache_bytes)
             except (OSError, ValueError, KeyError, pa.ArrowException):
                 return None
         return _OPEN[key]

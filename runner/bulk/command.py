@@ -22,6 +22,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from common.program_hash import program_sha256
@@ -40,15 +41,15 @@ from runner.spec_args import add_spec_arguments, spec_from_args
 ERROR_SOURCES = ("static", "triaged", "measured")  # queries.filters.ERROR_SOURCES (bulk parses without queries)
 
 
-def select_rows(store: Path, args: argparse.Namespace, runs_dir: Path) -> list[tuple[str, int, int]]:
+def select_rows(store: Path, args: argparse.Namespace, settings: Settings) -> list[tuple[str, int, int]]:
     """(row id, code shard, code row group) of the rows the filters pick, in id order (or sample order).
 
     Rows are chosen by the filters of the explorer's pages (`runner.rows.filtered_rows`): `--error-type` matches
     the static error, the latest CPU triage's or the latest measured verdict (the store's shipped runs and triage
-    and `runs_dir`'s), as the Failures page counts them; `--triage-status passed --status failed` re-runs only the
-    failed rows whose triage found nothing (the rest needs a GPU).
+    and `settings.runs_dir`'s), as the Failures page counts them; `--triage-status passed --status failed` re-runs
+    only the failed rows whose triage found nothing (the rest needs a GPU).
     """
-    rows = filtered_rows(store, runs_dir, split=args.split, holdout_group=args.holdout, status=args.status,
+    rows = filtered_rows(store, settings, split=args.split, holdout_group=args.holdout, status=args.status,
                          error_type=args.error_type, error_source=args.error_source, problem=args.problem,
                          triage_status=args.triage_status, triage_error=args.triage_error)
     if args.ids:
@@ -204,7 +205,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         store = resolve_store(args.store, settings)
         isolation.keep_private(runs_dir, store)  # named by flags: no job may see them, wherever they lie
-        rows = select_rows(store, args, runs_dir)
+        rows = select_rows(store, args, replace(settings, runs_dir=runs_dir))
     except (StoreUnavailable, OSError) as e:
         print(inert(f"bulk: {e}"), file=sys.stderr)
         return 1

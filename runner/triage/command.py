@@ -22,6 +22,7 @@ import json
 import os
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from common.program_hash import program_sha256
@@ -89,7 +90,7 @@ def _items(args: argparse.Namespace, runs_dir: Path, settings: Settings) -> tupl
         items = [(program_sha256(text), text) for text in texts]
         return items, iter(items)
     store = resolve_store(args.store, settings)
-    rows = select_rows(store, args, runs_dir)
+    rows = select_rows(store, args, replace(settings, runs_dir=runs_dir))
     return rows, iter_programs(store, rows)
 
 
