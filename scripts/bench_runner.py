@@ -350,6 +350,7 @@ def latency(args: argparse.Namespace) -> int:
                 break
             except Exception:
                 time.sleep(0.5)
+        time.sleep(args.settle_s)
         rows = []
         for row_id in chosen:
             for attempt in ("cold", "warm"):
@@ -429,6 +430,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--beside", type=Path, help="programs of a bulk pass run beside the service meanwhile")
     p.add_argument("--beside-warm", type=int, default=12, help="rows the bulk pass finishes before the first re-run")
     p.add_argument("--beside-wait-s", type=float, default=0.0, help="after the re-runs, let the bulk pass finish")
+    p.add_argument("--settle-s", type=float, default=0.0, help="wait this long after the service answers before the "
+                   "first re-run (its spares warm up meanwhile)")
     p.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     return {"export": export, "pick": pick, "run": run, "compare": compare, "latency": latency}[args.command](args)

@@ -349,6 +349,38 @@ def test_a_job_runs_in_the_waiting_spare(tmp_path):
         close_spares()
 
 
+def test_spares_warmed_before_the_first_job_take_it(tmp_path):
+    """`runner serve` warms its GPU slots' spares at start (`warm_gpu_slots`); `ChildPool.warm` is that step, here
+    for a CPU configuration: the spares start with no job, and the first job runs in the oldest of them."""
+    from runner.gpu.oom_rerun import warm_gpu_slots
+    from runner.gpu.slots import make_slots
+
+    pid_file = tmp_path / "cwd"
+    program = runner_program("correct_add") + (f"\nimport os\nopen({str(pid_file)!r}, 'w')"
+                                               ".write(os.path.dirname(os.getcwd()))\n")
+    opts = options(trials=1, work_root=str(tmp_path), write_roots=(str(tmp_path),))
+
+    def mine() -> list[int]:
+        return [pid for pid in POOL.spares() if os.readlink(f"/proc/{pid}/cwd").startswith(str(tmp_path))]
+
+    try:
+        assert warm_gpu_slots(make_slots("cpu", 1)) == 0  # CPU slots: at their first job
+        assert not POOL.warm(options(trials=1, work_root=str(tmp_path), prewarm=False))
+        time.sleep(0.5)
+        assert mine() == []
+        assert POOL.warm(opts)
+        deadline = time.monotonic() + 60
+        while len(mine()) < opts.spares and time.monotonic() < deadline:
+            time.sleep(0.05)
+        oldest = mine()[0]
+        oldest_folder = os.readlink(f"/proc/{oldest}/cwd")
+        r = evaluate_in_sandbox(program, opts, result_id="first")
+        assert r.status == "ok", r.message
+        assert pid_file.read_text() == oldest_folder  # the first job ran in a spare warmed before it
+    finally:
+        close_spares()
+
+
 def test_hang_is_killed_with_its_process_tree(verdicts):
     r = verdicts["grandchild"]
     assert r.error_type == ErrorType.TIMEOUT.value, (r.message, r.traceback)

@@ -24,12 +24,35 @@ from runner.protocol import WARM_UP_FAILED_FLAG
 
 if TYPE_CHECKING:
     from runner.gpu.slots import Slot
+    from runner.options import EvalOptions
     from runner.result import RunResult
     from runner.spec import RunSpec
 
 
 RERUN_ALONE_FLAG = "rerun_alone_oom"
 RERUN_HARNESS_FLAG = "rerun_harness"
+
+
+def slot_options(spec: RunSpec, slot: Slot) -> EvalOptions:
+    """The options of a job of `spec` on `slot`: where it runs (the slot's GPU, Triton cache, placement) and how
+    many spares its configuration keeps (one per job sharing the GPU, at least 2)."""
+    cuda = spec.device == "cuda" and slot.device == "cuda"
+    return spec.eval_options(visible_devices=slot.visible_devices if cuda else "",
+                             triton_cache_dir=slot.triton_cache_dir, spares=max(2, slot.lanes), **slot.placement)
+
+
+def warm_gpu_slots(slots: list[Slot]) -> int:
+    """Start the spares of each GPU slot's configuration now, before its first job (`runner serve` at start: the
+    first re-run then finds processes with torch imported and the CUDA context made, and the fork server
+    started). CPU slots are left to their first job. Returns how many configurations were warmed."""
+    from runner.sandbox.spares import POOL
+    from runner.spec import RunSpec
+
+    warmed = 0
+    for slot in slots:
+        if slot.device == "cuda":
+            warmed += POOL.warm(slot_options(RunSpec.build("cuda"), slot))
+    return warmed
 
 
 def evaluate_on_slot(program: str, spec: RunSpec, slot: Slot, *, result_id: str, row_id: str | None,
@@ -40,9 +63,7 @@ def evaluate_on_slot(program: str, spec: RunSpec, slot: Slot, *, result_id: str,
     from runner.sandbox.run import evaluate_in_sandbox
 
     cuda = spec.device == "cuda" and slot.device == "cuda"
-    options = spec.eval_options(visible_devices=slot.visible_devices if cuda else "",
-                                triton_cache_dir=slot.triton_cache_dir, spares=max(2, slot.lanes),
-                                **slot.placement)
+    options = slot_options(spec, slot)
     gpu = slot.visible_devices or ""
     gate = gate_for(gpu) if cuda else None
     jobs = occupancy_for(gpu) if gate is not None and slot.lanes > 1 else None

@@ -269,6 +269,12 @@ class ChildPool:
             self._refill(options, key)
         return child
 
+    def warm(self, options: EvalOptions) -> bool:
+        """Start this configuration's spares now, before any job takes one (when it keeps spares: `prewarm`)."""
+        if options.prewarm:
+            self._refill(options, self.key(options))
+        return options.prewarm
+
     def _refill(self, options: EvalOptions, key: tuple) -> None:
         with self._lock:
             missing = options.spares - len(self._spares.get(key, ())) - self._refilling.get(key, 0)

@@ -45,6 +45,7 @@ from common.row_id import BadRowId, check_row_id
 from common.settings import DEFAULT_PORT, Settings, load_settings
 from runner.gpu.gate import gates_report
 from runner.gpu.host_lock import prefer_this_process
+from runner.gpu.oom_rerun import warm_gpu_slots
 from runner.gpu.slots import Slot, make_slots
 from runner.result import RunResult
 from runner.rows import RowNotFound, StoreUnavailable, load_program, store_identity
@@ -319,6 +320,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"serve: cannot listen on {args.host}:{args.port}: {e}", file=sys.stderr)
         return 1
     recovered = service.start()
+    warmed = warm_gpu_slots(slots)  # the first re-run finds warm processes (CPU slots: at their first job)
 
     def shutdown(signum: int, _frame: Any) -> None:
         print(f"[runner] {signal.Signals(signum).name}: shutting down", file=sys.stderr)
@@ -328,7 +330,8 @@ def main(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, shutdown)
     host, port = server.server_address[:2]
     print(f"[runner] listening on http://{host}:{port} ({len(slots)} worker(s): "
-          f"{', '.join(s.name for s in slots)}; recovered {recovered})", file=sys.stderr, flush=True)
+          f"{', '.join(s.name for s in slots)}; recovered {recovered}; spares warming for {warmed} GPU "
+          "configuration(s))", file=sys.stderr, flush=True)
     try:
         server.serve_forever(poll_interval=0.5)
     finally:
