@@ -66,12 +66,16 @@ def _records(data: bytes, name: str, fmt: str) -> tuple[list[dict], int]:
                 raise PredictionsError(f"{name}: line {number}: not a JSON object")
             rows.append(value | {"__line": number})
         return rows, 0
+    # one thread: a file of predictions reads in well under a second, and Arrow's pool threads, once started, can
+    # abort the command at the interpreter's exit (CI: `score-predictions bad.csv` printed its error, then died with
+    # "terminate called without an active exception", SIGABRT; apache/arrow#34314)
     try:
         if fmt == "csv":
-            table = pacsv.read_csv(io.BytesIO(data), convert_options=pacsv.ConvertOptions(
-                column_types={"id": pa.string(), "score": pa.string(), "p_correct": pa.string()}))
+            table = pacsv.read_csv(io.BytesIO(data), read_options=pacsv.ReadOptions(use_threads=False),
+                                   convert_options=pacsv.ConvertOptions(
+                                       column_types={"id": pa.string(), "score": pa.string(), "p_correct": pa.string()}))
         else:
-            table = pq.read_table(io.BytesIO(data))
+            table = pq.read_table(io.BytesIO(data), use_threads=False)
     except (pa.ArrowException, OSError) as exc:
         raise PredictionsError(f"{name}: cannot read it as {fmt}: {exc}") from None
     return table.to_pylist(), 1 if fmt == "csv" else 0
