@@ -146,7 +146,7 @@ def index_shard(folder: Path, shard: int, rows: int, budget: int) -> tuple[list[
             _write_lines(folder, shard, (LINES_FILE, OFFSETS_FILE, POSTINGS_FILE), distinct, offsets, postings)
             return list(keys), texts, row_ref, {"structure": "lines", **choice}, len(distinct)
         del keys, texts, row_ref, distinct, offsets, postings
-    grams, pieces = index_part_grams(folder, shard, budget, budget // PIECES_MERGE_FACTOR)
+    grams, pieces, raw = index_part_grams(folder, shard, budget, budget // PIECES_MERGE_FACTOR)
     try:
         for kind, names in (("pieces", PIECE_FILES), ("words", WORD_FILES)):  # a chunk's pieces, then its words
             batches = [read_pieces(path) for path in pieces[kind == "words"::2]]
@@ -156,6 +156,8 @@ def index_shard(folder: Path, shard: int, rows: int, budget: int) -> tuple[list[
             if pieces:
                 _write_lines(folder, shard, names, distinct, offsets, postings)
             choice[kind] = len(distinct)  # 0: none, or over what the merge may hold
+        if pieces:
+            choice["raw_rows"] = raw  # rows without skeleton lines: their text holds a marker byte
     finally:
         for path in pieces:
             path.unlink(missing_ok=True)

@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 
 from common.settings import load_settings
 from queries.search.grams import GramPart
+from queries.search.holes import Possible
 from queries.search.lines import DENSE_SHARE, LineQuery, matching_lines, matching_texts
 from queries.search.words import word_queries
 from queries.store import (
@@ -76,6 +77,10 @@ class SearchIndex:
         self.line_shards = [s for s in self.shards if s not in gram_shards]
         self.piece_shards = [s for s in self.grams if search_shard_path(store, s, PIECE_FILES[0]).is_file()]
         self.word_shards = [s for s in self.piece_shards if search_shard_path(store, s, WORD_FILES[0]).is_file()]
+        choices = {c.get("part"): c for c in meta.get("choices", [])}
+        self.raw = {s: np.zeros(self.grams[s].rows, bool) for s in self.piece_shards}  # rows without skeletons
+        for s in self.piece_shards:
+            self.raw[s][np.asarray(choices.get(s, {}).get("raw_rows", []), np.int64)] = True
         self._arrays: dict[tuple[int, str], tuple[pa.ipc.RecordBatchFileReader, np.ndarray, np.ndarray]] = {}
         self._lock = threading.Lock()
         self._cache: dict[tuple[int, str, int], pa.StringArray] | None = {}  # None: forgotten
@@ -98,11 +103,10 @@ class SearchIndex:
             ref_hit = np.zeros(self.refs, bool)
             ref_hit[self.ref_of_line[matching_texts(query, self.ref_lines)]] = True  # lines without their newline
             hits.append(ref_hit[self.doc_ref])
-        plain = [q for q, query in enumerate(queries) if query.plain]  # found exactly in pieces too
+        on_pieces = [_on_pieces(query) for query in queries]  # found exactly in skeleton lines too
         work = [(s, LINE_FILES, [[query] for query in queries]) for s in self.line_shards]
-        work += [(s, PIECE_FILES, [[queries[q]] if q in plain else [] for q in range(len(queries))])
-                 for s in self.piece_shards] if plain else []
-        for shard, rows in self._matched(work):
+        work += [(s, PIECE_FILES, on_pieces) for s in self.piece_shards] if any(on_pieces) else []
+        for (shard, _, _), rows in zip(work, self._matched(work), strict=True):
             for hit, found in zip(hits, rows, strict=True):
                 for at in found:
                     hit[at + self.base[shard]] = True
@@ -111,35 +115,73 @@ class SearchIndex:
             rows = slice(self.base[shard], self.base[shard] + part.rows)
             for hit, may, query in zip(hits, maybe, queries, strict=True):
                 may[rows] = part.candidates(query.literal or query.any_case, not query.literal) & ~hit[rows]
-        # a literal's rows that no piece decided: the cut words it could lie across tell which to read
-        work = [(s, WORD_FILES, [_words(query, may[self._rows(s)]) for query, may in zip(queries, maybe,
-                                                                                     strict=True)])
-                for s in self.word_shards]
-        for shard, rows in self._matched([w for w in work if any(w[2])]):
+        self._narrow(queries, hits, maybe)
+        return list(zip(hits, maybe, strict=True))
+
+    def _narrow(self, queries: list[LineQuery], hits: list[np.ndarray], maybe: list[np.ndarray]) -> None:
+        """Of the rows of trigram parts left to read, leave out those whose skeleton lines show no match can be
+        (`LineQuery.possible`: as written where no cut word of the row holds the pattern's named runs, `loose`
+        where one does), and of a literal's, those without a cut word it could lie across (`words.py`); a
+        literal within a cut word is a hit."""
+        undecided = {(s, q): bool(may[self._rows(s)].any()) for s in self.piece_shards for q, may in enumerate(maybe)}
+        work = [(s, PIECE_FILES, [[LineQuery(self._first(s, query.possible))] if query.possible and undecided[s, q]
+                                  else [] for q, query in enumerate(queries)]) for s in self.piece_shards]
+        work += [(s, WORD_FILES, [_words(query, may[self._rows(s)]) + _runs(query) if undecided[s, q] else []
+                                  for q, (query, may) in enumerate(zip(queries, maybe, strict=True))])
+                 for s in self.word_shards]
+        work = [w for w in work if any(w[2])]
+        could = {(s, q): self.raw[s].copy() for s in self.piece_shards for q in range(len(queries))}
+        named: dict[tuple[int, int], np.ndarray] = {}  # rows with a cut word that holds a named run
+        for (shard, files, _), rows in zip(work, self._matched(work), strict=True):
             part = self._rows(shard)
-            for hit, may, found in zip(hits, maybe, rows, strict=True):
-                if found:
-                    hit[found[0] + self.base[shard]] = True
-                    across = np.zeros(self.grams[shard].rows, bool)
+            for q, (query, found) in enumerate(zip(queries, rows, strict=True)):
+                if not found:
+                    continue
+                if files == PIECE_FILES:
+                    could[shard, q][found[0]] = True
+                    continue
+                if query.possible and query.possible.runs:
+                    named[shard, q] = found.pop()
+                if found:  # a literal's: within a cut word (a hit), and the ones it could lie across
+                    hits[q][found[0] + self.base[shard]] = True
+                    across = self.raw[shard].copy()
                     for overlapping in found[1:]:
                         across[overlapping] = True
-                    may[part] &= across & ~hit[part]
-        return list(zip(hits, maybe, strict=True))
+                    maybe[q][part] &= across & ~hits[q][part]
+        work = [(s, PIECE_FILES, [[LineQuery(query.possible.loose)] if (s, q) in named and len(named[s, q]) else []
+                                  for q, query in enumerate(queries)]) for s in self.piece_shards]
+        work = [w for w in work if any(w[2])]
+        for (shard, _, _), rows in zip(work, self._matched(work), strict=True):
+            for q, found in enumerate(rows):
+                if found:
+                    loose = np.zeros(self.grams[shard].rows, bool)
+                    loose[found[0]] = True
+                    with_named = np.zeros(self.grams[shard].rows, bool)
+                    with_named[named[shard, q]] = True
+                    could[shard, q] |= loose & with_named
+        for (shard, q), rows in could.items():
+            if queries[q].possible and undecided[shard, q]:
+                maybe[q][self._rows(shard)] &= rows & ~hits[q][self._rows(shard)]
+
+    def _first(self, shard: int, possible: Possible) -> str:
+        """What a part's skeleton lines are matched with first: `strict`, or `loose` where the part has no cut
+        words to tell the rows where a named run may be one."""
+        return possible.strict if shard in self.word_shards or not possible.runs else possible.loose
 
     def _rows(self, shard: int) -> slice:
         return slice(self.base[shard], self.base[shard] + self.grams[shard].rows)
 
     def _matched(self, work: list[tuple[int, tuple[str, str, str], list[list[LineQuery]]]]) -> list[
-            tuple[int, list[list[np.ndarray]]]]:
-        """Per (shard, files, per query the line queries to match in them): the shard and, per query, the rows
-        of each of its line queries; two threads."""
+            list[list[np.ndarray]]]:
+        """Per (shard, files, per query the line queries to match in them): per query, the rows of each of its
+        line queries; two threads."""
         def rows_of(w):
             flat = [line_query for queries in w[2] for line_query in queries]
             found = iter(self._shard_rows(w[0], w[1], flat)) if flat else iter([])
             return [[next(found) for _ in queries] for queries in w[2]]
 
         with ThreadPoolExecutor(THREADS, thread_name_prefix="line-search") as pool:
-            return list(zip([w[0] for w in work], pool.map(rows_of, work), strict=True))
+            return list(pool.map(rows_of, work))
 
     def _shard_rows(self, shard: int, files: tuple[str, str, str], queries: list[LineQuery]) -> list[np.ndarray]:
         """Per query, the rows of `shard` (positions within it, with repeats) whose candidate part has a line it
@@ -193,6 +235,19 @@ class SearchIndex:
                     raise ValueError(f"search index of code part {shard}: lines and postings disagree")
                 self._arrays[shard, files[0]] = (lines, offsets, postings)
             return self._arrays[shard, files[0]]
+
+
+def _on_pieces(query: LineQuery) -> list[LineQuery]:
+    """What a query matches on a trigram part's skeleton lines (a literal's query itself, else its `pieces`
+    pattern, with the text it requires)."""
+    if not query.pieces:
+        return []
+    return [query] if query.text else [LineQuery(query.pieces, query.literal)]
+
+
+def _runs(query: LineQuery) -> list[LineQuery]:
+    """The cut words that hold a named run of the query's pattern (`holes.Possible.runs`), if it has one."""
+    return [LineQuery(query.possible.runs)] if query.possible and query.possible.runs else []
 
 
 def _words(query: LineQuery, undecided: np.ndarray) -> list[LineQuery]:

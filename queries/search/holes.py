@@ -1,0 +1,279 @@
+"""A regex over a trigram part's skeleton lines (issue 48): its lines with each cut word as a marker
+(`queries/ingest/index_pieces.py`: \\x01 a word of ASCII bytes, \\x02 one with others), the hole where a word one
+text of its chunk holds was.
+
+For a sound pattern (no anchor but `\\b`, `\\B`: `regex.line_rule`), from Python's parse of its top-level sequence
+(plain groups opened), three RE2 patterns over skeleton lines, each part emitted without the newline (as
+`rewrite.line_patterns` does) and without the markers, but where said:
+- `exact`: a line it matches is a line of its row that the pattern matches within. A marker stands for a word of
+  one character or more: an unbounded repeat of a character class that holds every character such a word can be
+  made of (`[^\\n]`, `\\S`, `\\w+` for an ASCII word...) takes it anywhere (its repeat takes all of the word), a
+  first or last part of one character takes it at the match's start or end (the match starts at the word's last
+  character, or ends at its first). None where the pattern has `\\b` or `\\B` (a marker is no word character).
+- `possible`: every line of a row that the pattern matches within is one it matches (a superset). A run of parts
+  that match only word characters matches one run of word characters of the text, so it is either as written or
+  within one cut word: the run or a marker (or nothing, where only parts that may be empty lie between it and the
+  run before: both may lie in one word). A part of one character that matches word and other characters may
+  also be a marker or nothing (it lay within a word), a repeat of one takes markers too, anything else is
+  `[^\\n]*`; `\\b`, `\\B` are dropped.
+- `starts`: every line of a row where a match across lines can start is one it matches: for each part that can
+  match a newline, the parts before it (as `possible` has them), what of that part can precede the newline, at
+  the line's end (`rewrite.line_patterns`' `starts`, with markers).
+A row without skeleton lines (its text holds a marker byte) is read by the caller whatever these say.
+"""
+
+from __future__ import annotations
+
+import re
+import re._constants as sre
+import re._parser as sre_parse
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from queries.search.regex import line_rule, may_match_newline
+from queries.search.rewrite import _KEPT_FLAGS, _spliced, emit, repeat_count
+
+MARKERS = (1, 2)  # as `index_pieces.MARKERS`
+ASCII_HOLE, WIDE_HOLE = r"\x{1}", r"\x{2}"
+HOLE = r"[\x{1}\x{2}]"
+_ASCII_WORD = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"
+_SINGLE = (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN)
+_REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT)
+NAMED = 3  # a run of word parts with a literal this long is a hole only in rows with a cut word that holds it
+
+
+@dataclass(frozen=True)
+class Possible:
+    """What a row's skeleton lines must match for the row to match (RE2s over lines; "": any line may)."""
+
+    strict: str  # where no cut word of the row holds a match of `runs`: every run as written
+    loose: str  # where one does: a run may be a marker too
+    runs: str  # over the cut words (`words.arrow`): the pattern's runs of word parts ("": none)
+
+
+@dataclass(frozen=True)
+class HolePatterns:
+    exact: str  # "" where there is none
+    possible: Possible | None
+    starts: Possible | None
+
+
+NO_HOLES = HolePatterns("", None, None)
+
+
+def hole_patterns(pattern: str, ignore_case: bool) -> HolePatterns:
+    """The skeleton lines' patterns of a sound `pattern` (see the module's docstring); NO_HOLES where it is not
+    sound or not understood."""
+    if not line_rule(pattern).sound or "[:" in pattern or re.search(r"\{,", pattern):
+        return NO_HOLES
+    try:
+        parsed = sre_parse.parse(pattern)
+    except (re.error, RecursionError, OverflowError, ValueError):
+        return NO_HOLES
+    if parsed.state.flags & ~_KEPT_FLAGS:
+        return NO_HOLES
+    case = "(?i)" if ignore_case or parsed.state.flags & sre.SRE_FLAG_IGNORECASE else ""
+    items = _spliced(list(parsed))
+    dotall = bool(parsed.state.flags & sre.SRE_FLAG_DOTALL)
+    exact, runs = _exact(items), _runs(items)
+    starts = {True: [], False: []}
+    for i, item in enumerate(items):
+        if may_match_newline([item], dotall):
+            for strict in (True, False):
+                before, tail = _possible(items[:i], strict), _tail(item)
+                starts[strict].append(None if before is None or tail is None else before + tail + "$")
+    return HolePatterns(case + exact if exact is not None else "", _either(case, runs, *(
+        _possible(items, strict) for strict in (True, False))), _either(case, runs, *(
+        "(?m)(?:" + "|".join(starts[strict]) + ")" if starts[strict] and None not in starts[strict] else None
+        for strict in (True, False))))
+
+
+def _either(case: str, runs: str | None, strict: str | None, loose: str | None) -> Possible | None:
+    if strict is None or loose is None or runs is None:
+        return None
+    return Possible(case + strict, case + loose, case + runs if runs else "")
+
+
+def _atom(item):
+    """The one-character part `item` repeats, or is; None for anything else."""
+    op, value = item
+    if op in _SINGLE:
+        return item
+    if op in _REPEATS and len(value[2]) == 1 and value[2][0][0] in _SINGLE:
+        return value[2][0]
+    return None
+
+
+def _kinds(atom) -> tuple[bool, bool]:
+    """(whether a one-character part may match a word character, whether it may match another one but the
+    newline); conservatively both where unsure."""
+    op, value = atom
+    if op is sre.LITERAL:
+        word = _is_word(value)
+        return word, not word and value != ord("\n")
+    if op is sre.IN and value and value[0][0] is not sre.NEGATE:
+        word = other = False
+        for inner, v in value:
+            if inner is sre.LITERAL:
+                word, other = word or _is_word(v), other or not _is_word(v) and v != ord("\n")
+            elif inner is sre.RANGE:
+                word = word or any(_is_word(c) for c in range(v[0], min(v[1], 0x80) + 1)) or v[1] >= 0x80
+                other = other or any(not _is_word(c) and c != ord("\n") for c in range(v[0], min(v[1], 0x7F) + 1))
+            elif inner is sre.CATEGORY and v in (sre.CATEGORY_DIGIT, sre.CATEGORY_WORD):
+                word = True
+            elif inner is sre.CATEGORY and v == sre.CATEGORY_SPACE:
+                other = True
+            else:
+                return True, True
+        return word, other
+    return True, True
+
+
+def _is_word(code: int) -> bool:
+    return code >= 0x80 or chr(code).isalnum() or code == ord("_")
+
+
+def _holes_taken(atom) -> str:
+    """The markers a one-character part surely matches a character of (each character, for a repeat): \\x01
+    where it matches every ASCII word character, \\x02 too where it matches every character but ASCII ones
+    that are no word's (told from its parse: `.`, `\\S`, `[^…]` of such characters)."""
+    text = emit(atom, MARKERS)
+    if text is None or not _matches_all(text):
+        return ""
+    return ASCII_HOLE + (WIDE_HOLE if _takes_wide(atom) else "")
+
+
+def _takes_wide(atom) -> bool:
+    op, value = atom
+    if op is sre.ANY:
+        return True
+    if op is sre.NOT_LITERAL:
+        return not _is_word(value)
+    if op is not sre.IN or not value:
+        return False
+    if value[0][0] is not sre.NEGATE:
+        return any(inner is sre.CATEGORY and v == sre.CATEGORY_NOT_SPACE for inner, v in value)
+    return all(inner is sre.LITERAL and not _is_word(v) or inner is sre.CATEGORY and v == sre.CATEGORY_SPACE
+               or inner is sre.RANGE and v[1] < 0x80 and not any(_is_word(c) for c in range(v[0], v[1] + 1))
+               for inner, v in value[1:])
+
+
+def _matches_all(atom_text: str) -> bool:
+    """Whether RE2 (case as written) matches each ASCII word character with the part."""
+    try:
+        return bool(pc.match_substring_regex(pa.array([_ASCII_WORD]), f"^(?:{atom_text})+$")[0].as_py())
+    except pa.ArrowInvalid:
+        return False
+
+
+def _exact(items: list) -> str | None:
+    out = []
+    for i, item in enumerate(items):
+        op, value = item
+        if op is sre.AT:
+            return None
+        text = emit(item, MARKERS)
+        atom = _atom(item)
+        if text is None:
+            return None
+        unbounded = op in _REPEATS and value[1] is sre.MAXREPEAT
+        holes = _holes_taken(atom) if atom is not None and (i in (0, len(items) - 1) or unbounded) else ""
+        if not holes:
+            out.append(text)
+            continue
+        one = f"[{holes}]"
+        if unbounded:  # takes a whole word anywhere
+            out.append(f"(?:{emit(atom, MARKERS)}|{one}){repeat_count(value[0], value[1])}")
+        elif op in _REPEATS:  # at an edge, the character next to the match's rest is the marker
+            low, high = value[0], value[1]
+            less = repeat_count(max(low - 1, 0), high - 1)
+            short = f"(?:{emit(atom, MARKERS)}){less}"
+            out.append(f"(?:{text}|{one + short if i == 0 else short + one})" if high >= 1 else text)
+        else:
+            out.append(f"(?:{text}|{one})")
+    return "".join(out)
+
+
+def _runs(items: list) -> str | None:
+    """The runs of parts that match only word characters, as one alternation ("": none; None: not written)."""
+    runs, i = [], 0
+    while i < len(items):
+        j = i
+        while j < len(items) and _word_only(items[j]):
+            j += 1
+        if j > i and _named(items[i:j]):
+            texts = [emit(item, MARKERS) for item in items[i:j]]
+            if None in texts:
+                return None
+            runs.append("".join(texts))
+        i = max(j, i + 1)
+    return "|".join(f"(?:{run})" for run in runs)
+
+
+def _named(run: list) -> bool:
+    """Whether a run of word parts holds a literal of `NAMED` characters or more (which few cut words hold)."""
+    length = 0
+    for op, _ in run:
+        length = length + 1 if op is sre.LITERAL else 0
+        if length >= NAMED:
+            return True
+    return False
+
+
+def _word_only(item) -> bool:
+    atom = _atom(item)
+    return atom is not None and _kinds(atom) == (True, False)
+
+
+def _possible(items: list, strict: bool) -> str | None:
+    out = []
+    runs, emptiable = 0, True  # runs of word parts so far; whether all parts since the last one may be empty
+    i = 0
+    while i < len(items):
+        op, value = items[i]
+        atom = _atom(items[i])
+        kinds = _kinds(atom) if atom is not None else (True, True)
+        if atom is not None and kinds == (True, False):  # a run of parts that match only word characters
+            j = i
+            while j < len(items) and _word_only(items[j]):
+                j += 1
+            texts = [emit(item, MARKERS) for item in items[i:j]]
+            if None in texts:
+                return None
+            run = "".join(texts)
+            sure = strict and _named(items[i:j])  # where no cut word of the row holds it, as written
+            out.append(run if sure else f"(?:{run}|{HOLE}" + ("|)" if runs and emptiable else ")"))
+            runs, emptiable, i = runs + 1, True, j
+            continue
+        if op is sre.AT:
+            text, empty = "", True
+        elif atom is None:
+            text, empty = r"[^\n]*", True
+        elif op in _REPEATS and kinds[0]:
+            inner = emit(atom, MARKERS)
+            text, empty = (None if inner is None else f"(?:{inner}|{HOLE})*"), True
+        elif kinds[0]:  # one character, a word's or another's
+            inner = emit(atom, MARKERS)
+            text, empty = (None if inner is None else f"(?:{inner}|{HOLE}|)"), True
+        else:  # never a word character
+            text, empty = emit(items[i], MARKERS), op in _REPEATS and value[0] == 0
+        if text is None:
+            return None
+        out.append(text)
+        emptiable = emptiable and empty
+        i += 1
+    return "".join(out)
+
+
+def _tail(item) -> str | None:
+    """What of a part that can match a newline can precede it in the line a match starts in."""
+    op, value = item
+    if op in _SINGLE:
+        return ""
+    atom = _atom(item)
+    if atom is not None:
+        inner = emit(atom, MARKERS)
+        return None if inner is None else f"(?:{inner}|{HOLE})*" if _kinds(atom)[0] else f"(?:{inner})*"
+    return r"[^\n]*"
