@@ -312,8 +312,12 @@ def _line_query(regex: str, pieces: list[str], fold: bool, holes: HolePatterns =
 
 
 def _possible(possible: Possible | None) -> Possible | None:
-    """`possible` where RE2 runs each of its patterns."""
-    return possible if possible and all(_runs(p) for p in (possible.strict, possible.loose, possible.runs)) else None
+    """`possible` where RE2 runs its patterns (with no run a marker, and every one)."""
+    if possible is None:
+        return None
+    every = frozenset(range(len(possible.runs)))
+    return possible if all(_runs(p) for p in (*possible.runs, possible.lines(every)[0],
+                                               possible.lines(frozenset())[0])) else None
 
 
 def _pieces(literals: list[str]) -> list[str]:

@@ -24,6 +24,7 @@ A row without skeleton lines (its text holds a marker byte) is read by the calle
 
 from __future__ import annotations
 
+import functools
 import re
 import re._constants as sre
 import re._parser as sre_parse
@@ -33,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from queries.search.regex import line_rule, may_match_newline
-from queries.search.rewrite import _KEPT_FLAGS, _spliced, emit, repeat_count
+from queries.search.rewrite import _KEPT_FLAGS, _spliced, _Unsupported, emit, repeat_count
 
 MARKERS = (1, 2)  # as `index_pieces.MARKERS`
 ASCII_HOLE, WIDE_HOLE = r"\x{1}", r"\x{2}"
@@ -41,16 +42,21 @@ HOLE = r"[\x{1}\x{2}]"
 _ASCII_WORD = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"
 _SINGLE = (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN)
 _REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT)
-NAMED = 3  # a run of word parts with a literal this long is a hole only in rows with a cut word that holds it
 
 
 @dataclass(frozen=True)
 class Possible:
-    """What a row's skeleton lines must match for the row to match (RE2s over lines; "": any line may)."""
+    """What a row's skeleton lines must match for the row to match: `lines(holes)`, where the runs of word parts
+    `holes` (positions in `runs`) may be markers, each run that a cut word of the row holds (`runs`)."""
 
-    strict: str  # where no cut word of the row holds a match of `runs`: every run as written
-    loose: str  # where one does: a run may be a marker too
-    runs: str  # over the cut words (`words.arrow`): the pattern's runs of word parts ("": none)
+    pattern: str
+    ignore_case: bool
+    starts: bool  # the lines a match across lines can start in, not the lines a match lies within
+    runs: tuple[str, ...]  # RE2s over the cut words (`words.arrow`), one per run of word parts of the pattern
+
+    def lines(self, holes: frozenset[int]) -> tuple[str, str]:
+        """(RE2 over skeleton lines, case-sensitive text every line it matches holds, or "")."""
+        return _lines(self.pattern, self.ignore_case, self.starts, holes)
 
 
 @dataclass(frozen=True)
@@ -66,34 +72,73 @@ NO_HOLES = HolePatterns("", None, None)
 def hole_patterns(pattern: str, ignore_case: bool) -> HolePatterns:
     """The skeleton lines' patterns of a sound `pattern` (see the module's docstring); NO_HOLES where it is not
     sound or not understood."""
-    if not line_rule(pattern).sound or "[:" in pattern or re.search(r"\{,", pattern):
+    parsed = _parsed(pattern)
+    if parsed is None:
         return NO_HOLES
+    case = _case(parsed, ignore_case)
+    items = _spliced(list(parsed))
+    exact, runs = _exact(items), _runs(items)
+    if runs is None:
+        return HolePatterns(case + exact if exact is not None else "", None, None)
+    every = frozenset(range(len(runs)))
+    possible, starts = (Possible(pattern, ignore_case, across, tuple("(?m)" + case + run for run in runs))
+                        for across in (False, True))
+    try:
+        if possible.lines(every)[0] is None:
+            possible = None
+        if starts.lines(every)[0] is None:
+            starts = None
+    except (_Unsupported, RecursionError, ValueError):
+        possible = starts = None
+    return HolePatterns(case + exact if exact is not None else "", possible, starts)
+
+
+def _parsed(pattern: str):
+    if not line_rule(pattern).sound or "[:" in pattern or re.search(r"\{,", pattern):
+        return None
     try:
         parsed = sre_parse.parse(pattern)
     except (re.error, RecursionError, OverflowError, ValueError):
-        return NO_HOLES
-    if parsed.state.flags & ~_KEPT_FLAGS:
-        return NO_HOLES
-    case = "(?i)" if ignore_case or parsed.state.flags & sre.SRE_FLAG_IGNORECASE else ""
+        return None
+    return None if parsed.state.flags & ~_KEPT_FLAGS else parsed
+
+
+def _case(parsed, ignore_case: bool) -> str:
+    return "(?i)" if ignore_case or parsed.state.flags & sre.SRE_FLAG_IGNORECASE else ""
+
+
+@functools.lru_cache(maxsize=256)
+def _lines(pattern: str, ignore_case: bool, starts: bool, holes: frozenset[int]) -> tuple[str | None, str]:
+    parsed = _parsed(pattern)
+    case = _case(parsed, ignore_case)
     items = _spliced(list(parsed))
+    literal = "" if case or starts else _literal(items, holes)
+    if not starts:
+        possible = _possible(items, holes)
+        return (None if possible is None else case + possible), literal
     dotall = bool(parsed.state.flags & sre.SRE_FLAG_DOTALL)
-    exact, runs = _exact(items), _runs(items)
-    starts = {True: [], False: []}
+    alternatives = []
     for i, item in enumerate(items):
         if may_match_newline([item], dotall):
-            for strict in (True, False):
-                before, tail = _possible(items[:i], strict), _tail(item)
-                starts[strict].append(None if before is None or tail is None else before + tail + "$")
-    return HolePatterns(case + exact if exact is not None else "", _either(case, runs, *(
-        _possible(items, strict) for strict in (True, False))), _either(case, runs, *(
-        "(?m)(?:" + "|".join(starts[strict]) + ")" if starts[strict] and None not in starts[strict] else None
-        for strict in (True, False))))
+            before, tail = _possible(items[:i], holes), _tail(item)
+            if before is None or tail is None:
+                return None, ""
+            alternatives.append(before + tail + "$")
+    return ("(?m)" + case + "(?:" + "|".join(alternatives) + ")" if alternatives else None), ""
 
 
-def _either(case: str, runs: str | None, strict: str | None, loose: str | None) -> Possible | None:
-    if strict is None or loose is None or runs is None:
-        return None
-    return Possible(case + strict, case + loose, case + runs if runs else "")
+def _literal(items: list, holes: frozenset[int]) -> str:
+    """The longest run of characters of the top-level sequence (without newlines) outside the runs `holes`."""
+    found, current, run = [], [], -1
+    for i, (op, value) in enumerate(items):
+        if _word_only(items[i]) and (i == 0 or not _word_only(items[i - 1])):
+            run += 1
+        if op is sre.LITERAL and value != ord("\n") and not (_word_only(items[i]) and run in holes):
+            current.append(chr(value))
+        else:
+            found.append("".join(current))
+            current = []
+    return max(found + ["".join(current)], key=len)
 
 
 def _atom(item):
@@ -196,28 +241,33 @@ def _exact(items: list) -> str | None:
     return "".join(out)
 
 
-def _runs(items: list) -> str | None:
-    """The runs of parts that match only word characters, as one alternation ("": none; None: not written)."""
+def _runs(items: list) -> list[str] | None:
+    """The runs of parts that match only word characters (None: one is not written), each at the end of a cut
+    word where what follows it cannot be in a word (`$`), at its start (after its `.`, or alone) where what
+    precedes it cannot."""
     runs, i = [], 0
     while i < len(items):
         j = i
         while j < len(items) and _word_only(items[j]):
             j += 1
-        if j > i and _named(items[i:j]):
+        if j > i:
             texts = [emit(item, MARKERS) for item in items[i:j]]
             if None in texts:
                 return None
-            runs.append("".join(texts))
+            start = r"(?:^|\.)" if _bounded(items[:i][::-1]) else ""
+            runs.append(start + "".join(texts) + ("$" if _bounded(items[j:]) else ""))
         i = max(j, i + 1)
-    return "|".join(f"(?:{run})" for run in runs)
+    return runs
 
 
-def _named(run: list) -> bool:
-    """Whether a run of word parts holds a literal of `NAMED` characters or more (which few cut words hold)."""
-    length = 0
-    for op, _ in run:
-        length = length + 1 if op is sre.LITERAL else 0
-        if length >= NAMED:
+def _bounded(items: list) -> bool:
+    """Whether the parts next to a run (nearest first) begin with one that matches a character and never a word's,
+    after parts that may be empty and match no word character."""
+    for item in items:
+        atom = _atom(item)
+        if atom is None or _kinds(atom)[0]:
+            return False
+        if item[0] not in _REPEATS or item[1][0] > 0:
             return True
     return False
 
@@ -227,7 +277,8 @@ def _word_only(item) -> bool:
     return atom is not None and _kinds(atom) == (True, False)
 
 
-def _possible(items: list, strict: bool) -> str | None:
+def _possible(items: list, holes: frozenset[int]) -> str | None:
+    """`possible` (see the module's docstring), where only the runs `holes` may be markers."""
     out = []
     runs, emptiable = 0, True  # runs of word parts so far; whether all parts since the last one may be empty
     i = 0
@@ -242,9 +293,9 @@ def _possible(items: list, strict: bool) -> str | None:
             texts = [emit(item, MARKERS) for item in items[i:j]]
             if None in texts:
                 return None
-            run = "".join(texts)
-            sure = strict and _named(items[i:j])  # where no cut word of the row holds it, as written
-            out.append(run if sure else f"(?:{run}|{HOLE}" + ("|)" if runs and emptiable else ")"))
+            run = "".join(texts)  # as written where no cut word of the row holds it
+            merged = runs - 1 in holes and emptiable  # within the cut word the run before is in
+            out.append(f"(?:{run}|{HOLE}" + ("|)" if merged else ")") if runs in holes else run)
             runs, emptiable, i = runs + 1, True, j
             continue
         if op is sre.AT:

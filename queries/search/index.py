@@ -32,7 +32,6 @@ import pyarrow.compute as pc
 
 from common.settings import load_settings
 from queries.search.grams import GramPart
-from queries.search.holes import Possible
 from queries.search.lines import DENSE_SHARE, LineQuery, matching_lines, matching_texts
 from queries.search.words import word_queries
 from queries.store import (
@@ -50,6 +49,7 @@ from queries.store import (
 )
 
 THREADS = 2
+MASKS = 4  # passes over a part's skeleton lines for the rows whose cut words hold a pattern's runs
 LINE_FILES = (LINES_FILE, OFFSETS_FILE, POSTINGS_FILE)
 # decompressed lines kept per process (TLX_SEARCH_CACHE_MB, default 1,200): a 601k-row store's are 1,091 MiB
 CACHE_BYTES = max(load_settings().search_cache_mb, 0) << 20
@@ -120,53 +120,50 @@ class SearchIndex:
 
     def _narrow(self, queries: list[LineQuery], hits: list[np.ndarray], maybe: list[np.ndarray]) -> None:
         """Of the rows of trigram parts left to read, leave out those whose skeleton lines show no match can be
-        (`LineQuery.possible`: as written where no cut word of the row holds the pattern's named runs, `loose`
-        where one does), and of a literal's, those without a cut word it could lie across (`words.py`); a
-        literal within a cut word is a hit."""
+        (`LineQuery.possible`: each run of word parts of the pattern as written, but those a cut word of the row
+        holds, which may be markers), and of a literal's, those without a cut word it could lie across
+        (`words.py`); a literal within a cut word is a hit."""
         undecided = {(s, q): bool(may[self._rows(s)].any()) for s in self.piece_shards for q, may in enumerate(maybe)}
-        work = [(s, PIECE_FILES, [[LineQuery(self._first(s, query.possible))] if query.possible and undecided[s, q]
-                                  else [] for q, query in enumerate(queries)]) for s in self.piece_shards]
-        work += [(s, WORD_FILES, [_words(query, may[self._rows(s)]) + _runs(query) if undecided[s, q] else []
+        asked = {(s, q): query.possible for s in self.piece_shards for q, query in enumerate(queries)
+                 if query.possible and undecided[s, q]}
+        every = {key: frozenset(() if key[0] in self.word_shards else range(len(p.runs))) for key, p in asked.items()}
+        work = [(s, PIECE_FILES, [[LineQuery(*asked[s, q].lines(every[s, q]))] if (s, q) in asked else []
+                                  for q in range(len(queries))]) for s in self.piece_shards]
+        work += [(s, WORD_FILES, [[LineQuery(run) for run in asked[s, q].runs] if (s, q) in asked else
+                                  _words(query, may[self._rows(s)])
                                   for q, (query, may) in enumerate(zip(queries, maybe, strict=True))])
                  for s in self.word_shards]
         work = [w for w in work if any(w[2])]
-        could = {(s, q): self.raw[s].copy() for s in self.piece_shards for q in range(len(queries))}
-        named: dict[tuple[int, int], np.ndarray] = {}  # rows with a cut word that holds a named run
+        could = {key: self.raw[key[0]].copy() for key in asked}  # a row without skeleton lines may hold anything
+        holding: dict[tuple[int, int], np.ndarray] = {}  # per row, which runs a cut word of it holds (bits)
         for (shard, files, _), rows in zip(work, self._matched(work), strict=True):
             part = self._rows(shard)
-            for q, (query, found) in enumerate(zip(queries, rows, strict=True)):
-                if not found:
-                    continue
-                if files == PIECE_FILES:
+            for q, found in enumerate(rows):
+                if files == PIECE_FILES and found:
                     could[shard, q][found[0]] = True
-                    continue
-                if query.possible and query.possible.runs:
-                    named[shard, q] = found.pop()
-                if found:  # a literal's: within a cut word (a hit), and the ones it could lie across
+                elif files == WORD_FILES and (shard, q) in asked:
+                    holding[shard, q] = np.zeros(self.grams[shard].rows, np.int64)
+                    for r, rows_found in enumerate(found):
+                        holding[shard, q][rows_found] |= 1 << r
+                elif found:  # a literal's: within a cut word (a hit), and the ones it could lie across
                     hits[q][found[0] + self.base[shard]] = True
                     across = self.raw[shard].copy()
                     for overlapping in found[1:]:
                         across[overlapping] = True
                     maybe[q][part] &= across & ~hits[q][part]
-        work = [(s, PIECE_FILES, [[LineQuery(query.possible.loose)] if (s, q) in named and len(named[s, q]) else []
-                                  for q, query in enumerate(queries)]) for s in self.piece_shards]
+        masks = {key: _masks(bits[maybe[key[1]][self._rows(key[0])] & ~could[key]]) for key, bits in holding.items()}
+        work = [(s, PIECE_FILES, [[LineQuery(*asked[s, q].lines(_bits(m))) for m in masks.get((s, q), [])]
+                                  for q in range(len(queries))]) for s in self.piece_shards]
         work = [w for w in work if any(w[2])]
         for (shard, _, _), rows in zip(work, self._matched(work), strict=True):
             for q, found in enumerate(rows):
-                if found:
-                    loose = np.zeros(self.grams[shard].rows, bool)
-                    loose[found[0]] = True
-                    with_named = np.zeros(self.grams[shard].rows, bool)
-                    with_named[named[shard, q]] = True
-                    could[shard, q] |= loose & with_named
+                for mask, rows_found in zip(masks.get((shard, q), []), found, strict=True):
+                    matched = np.zeros(self.grams[shard].rows, bool)
+                    matched[rows_found] = True
+                    bits = holding[shard, q]  # the rows whose cut words hold these runs alone, or some of them
+                    could[shard, q] |= matched & (bits & ~mask == 0) & (bits != 0)
         for (shard, q), rows in could.items():
-            if queries[q].possible and undecided[shard, q]:
-                maybe[q][self._rows(shard)] &= rows & ~hits[q][self._rows(shard)]
-
-    def _first(self, shard: int, possible: Possible) -> str:
-        """What a part's skeleton lines are matched with first: `strict`, or `loose` where the part has no cut
-        words to tell the rows where a named run may be one."""
-        return possible.strict if shard in self.word_shards or not possible.runs else possible.loose
+            maybe[q][self._rows(shard)] &= rows & ~hits[q][self._rows(shard)]
 
     def _rows(self, shard: int) -> slice:
         return slice(self.base[shard], self.base[shard] + self.grams[shard].rows)
@@ -245,9 +242,15 @@ def _on_pieces(query: LineQuery) -> list[LineQuery]:
     return [query] if query.text else [LineQuery(query.pieces, query.literal)]
 
 
-def _runs(query: LineQuery) -> list[LineQuery]:
-    """The cut words that hold a named run of the query's pattern (`holes.Possible.runs`), if it has one."""
-    return [LineQuery(query.possible.runs)] if query.possible and query.possible.runs else []
+def _masks(bits: np.ndarray) -> list[int]:
+    """The sets of runs (bits) the cut words of rows hold, but none: each a pass over a part's skeleton lines, so
+    past `MASKS` of them, one that holds them all."""
+    masks = [int(m) for m in np.unique(bits) if m]
+    return masks if len(masks) <= MASKS else [int(np.bitwise_or.reduce(np.array(masks)))]
+
+
+def _bits(mask: int) -> frozenset[int]:
+    return frozenset(r for r in range(mask.bit_length()) if mask >> r & 1)
 
 
 def _words(query: LineQuery, undecided: np.ndarray) -> list[LineQuery]:
