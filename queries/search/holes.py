@@ -112,19 +112,21 @@ def _lines(pattern: str, ignore_case: bool, starts: bool, holes: frozenset[int])
     parsed = _parsed(pattern)
     case = _case(parsed, ignore_case)
     items = _spliced(list(parsed))
-    literal = "" if case or starts else _literal(items, holes)
     if not starts:
         possible = _possible(items, holes)
-        return (None if possible is None else case + possible), literal
+        return (None if possible is None else case + possible), "" if case else _literal(items, holes)
     dotall = bool(parsed.state.flags & sre.SRE_FLAG_DOTALL)
-    alternatives = []
+    alternatives, first = [], None
     for i, item in enumerate(items):
         if may_match_newline([item], dotall):
             before, tail = _possible(items[:i], holes), _tail(item)
             if before is None or tail is None:
                 return None, ""
             alternatives.append(before + tail + "$")
-    return ("(?m)" + case + "(?:" + "|".join(alternatives) + ")" if alternatives else None), ""
+            first = i if first is None else first
+    if not alternatives:
+        return None, ""
+    return "(?m)" + case + "(?:" + "|".join(alternatives) + ")", "" if case else _literal(items[:first], holes)
 
 
 def _literal(items: list, holes: frozenset[int]) -> str:

@@ -50,6 +50,8 @@ from queries.store import (
 
 THREADS = 2
 MASKS = 4  # passes over a part's skeleton lines for the rows whose cut words hold a pattern's runs
+PASS_ROWS = 128  # rows a pass over a part's skeleton lines (~0.1 CPU s) decides at least; fewer are read
+FEW_ROWS = 16  # under a 16th of a part's rows, their cut words are looked up, not every one matched
 LINE_FILES = (LINES_FILE, OFFSETS_FILE, POSTINGS_FILE)
 # decompressed lines kept per process (TLX_SEARCH_CACHE_MB, default 1,200): a 601k-row store's are 1,091 MiB
 CACHE_BYTES = max(load_settings().search_cache_mb, 0) << 20
@@ -103,11 +105,15 @@ class SearchIndex:
             ref_hit = np.zeros(self.refs, bool)
             ref_hit[self.ref_of_line[matching_texts(query, self.ref_lines)]] = True  # lines without their newline
             hits.append(ref_hit[self.doc_ref])
-        on_pieces = [_on_pieces(query) for query in queries]  # found exactly in skeleton lines too
+        # found exactly in skeleton lines too; and, in the same pass, the lines a match could be in (`_narrow`)
+        on_pieces = {s: [_on_pieces(query) + self._possible(s, query) for query in queries] for s in self.piece_shards}
         work = [(s, LINE_FILES, [[query] for query in queries]) for s in self.line_shards]
-        work += [(s, PIECE_FILES, on_pieces) for s in self.piece_shards] if any(on_pieces) else []
-        for (shard, _, _), rows in zip(work, self._matched(work), strict=True):
-            for hit, found in zip(hits, rows, strict=True):
+        work += [(s, PIECE_FILES, on_pieces[s]) for s in self.piece_shards if any(on_pieces[s])]
+        possible: dict[tuple[int, int], np.ndarray] = {}
+        for (shard, files, _), rows in zip(work, self._matched(work), strict=True):
+            for q, (hit, found) in enumerate(zip(hits, rows, strict=True)):
+                if files == PIECE_FILES and queries[q].possible:
+                    possible[shard, q] = found.pop()
                 for at in found:
                     hit[at + self.base[shard]] = True
         maybe = [np.zeros(self.rows, bool) for _ in queries]
@@ -115,10 +121,19 @@ class SearchIndex:
             rows = slice(self.base[shard], self.base[shard] + part.rows)
             for hit, may, query in zip(hits, maybe, queries, strict=True):
                 may[rows] = part.candidates(query.literal or query.any_case, not query.literal) & ~hit[rows]
-        self._narrow(queries, hits, maybe)
+        self._narrow(queries, hits, maybe, possible)
         return list(zip(hits, maybe, strict=True))
 
-    def _narrow(self, queries: list[LineQuery], hits: list[np.ndarray], maybe: list[np.ndarray]) -> None:
+    def _possible(self, shard: int, query: LineQuery) -> list[LineQuery]:
+        """The lines of a part a match of the query could be in, as far as they tell without the cut words (each
+        run of word parts as written, or, in a part without cut words, any run a marker)."""
+        if not query.possible:
+            return []
+        runs = range(0 if shard in self.word_shards else len(query.possible.runs))
+        return [LineQuery(*query.possible.lines(frozenset(runs)))]
+
+    def _narrow(self, queries: list[LineQuery], hits: list[np.ndarray], maybe: list[np.ndarray],
+                possible: dict[tuple[int, int], np.ndarray]) -> None:
         """Of the rows of trigram parts left to read, leave out those whose skeleton lines show no match can be
         (`LineQuery.possible`: each run of word parts of the pattern as written, but those a cut word of the row
         holds, which may be markers), and of a literal's, those without a cut word it could lie across
@@ -126,32 +141,35 @@ class SearchIndex:
         undecided = {(s, q): bool(may[self._rows(s)].any()) for s in self.piece_shards for q, may in enumerate(maybe)}
         asked = {(s, q): query.possible for s in self.piece_shards for q, query in enumerate(queries)
                  if query.possible and undecided[s, q]}
-        every = {key: frozenset(() if key[0] in self.word_shards else range(len(p.runs))) for key, p in asked.items()}
-        work = [(s, PIECE_FILES, [[LineQuery(*asked[s, q].lines(every[s, q]))] if (s, q) in asked else []
-                                  for q in range(len(queries))]) for s in self.piece_shards]
-        work += [(s, WORD_FILES, [[LineQuery(run) for run in asked[s, q].runs] if (s, q) in asked else
-                                  _words(query, may[self._rows(s)])
-                                  for q, (query, may) in enumerate(zip(queries, maybe, strict=True))])
+        work = [(s, WORD_FILES, [_words(query, may[self._rows(s)]) for query, may in zip(queries, maybe, strict=True)])
                  for s in self.word_shards]
         work = [w for w in work if any(w[2])]
         could = {key: self.raw[key[0]].copy() for key in asked}  # a row without skeleton lines may hold anything
+        for key in asked:
+            could[key][possible[key]] = True
         holding: dict[tuple[int, int], np.ndarray] = {}  # per row, which runs a cut word of it holds (bits)
-        for (shard, files, _), rows in zip(work, self._matched(work), strict=True):
+        for (shard, _, _), rows in zip(work, self._matched(work), strict=True):
             part = self._rows(shard)
             for q, found in enumerate(rows):
-                if files == PIECE_FILES and found:
-                    could[shard, q][found[0]] = True
-                elif files == WORD_FILES and (shard, q) in asked:
-                    holding[shard, q] = np.zeros(self.grams[shard].rows, np.int64)
-                    for r, rows_found in enumerate(found):
-                        holding[shard, q][rows_found] |= 1 << r
-                elif found:  # a literal's: within a cut word (a hit), and the ones it could lie across
+                if found:  # a literal's: within a cut word (a hit), and the ones it could lie across
                     hits[q][found[0] + self.base[shard]] = True
                     across = self.raw[shard].copy()
                     for overlapping in found[1:]:
                         across[overlapping] = True
                     maybe[q][part] &= across & ~hits[q][part]
+        for key, asking in asked.items():
+            if key[0] in self.word_shards and asking.runs:
+                holding[key] = self._holding(key[0], maybe[key[1]][self._rows(key[0])] & ~could[key], asking.runs)
         masks = {key: _masks(bits[maybe[key[1]][self._rows(key[0])] & ~could[key]]) for key, bits in holding.items()}
+        for key, bits in holding.items():  # a few rows are read for less than a pass over the skeleton lines
+            left, passes = maybe[key[1]][self._rows(key[0])] & ~could[key] & (bits != 0), []
+            for mask in masks[key]:
+                group = left & (bits & ~mask == 0)
+                if np.count_nonzero(group) > PASS_ROWS:
+                    passes.append(mask)
+                else:
+                    could[key] |= group
+            masks[key] = passes
         work = [(s, PIECE_FILES, [[LineQuery(*asked[s, q].lines(_bits(m))) for m in masks.get((s, q), [])]
                                   for q in range(len(queries))]) for s in self.piece_shards]
         work = [w for w in work if any(w[2])]
@@ -164,6 +182,28 @@ class SearchIndex:
                     could[shard, q] |= matched & (bits & ~mask == 0) & (bits != 0)
         for (shard, q), rows in could.items():
             maybe[q][self._rows(shard)] &= rows & ~hits[q][self._rows(shard)]
+
+    def _holding(self, shard: int, rows: np.ndarray, runs: tuple[str, ...]) -> np.ndarray:
+        """Per row of a part, which of `runs` (bits) a cut word of it holds, of the rows `rows` (bool) at least:
+        where they are few, their cut words are found from the postings (a pass over the words costs ~40 ms a
+        run), else every cut word is matched."""
+        bits = np.zeros(len(rows), np.int64)
+        if np.count_nonzero(rows) * FEW_ROWS > len(rows):
+            for r, found in enumerate(self._shard_rows(shard, WORD_FILES, [LineQuery(run) for run in runs])):
+                bits[found] |= 1 << r
+            return bits
+        words, offsets, postings = self._shard(shard, WORD_FILES)
+        at = np.flatnonzero(rows[postings])  # postings of those rows, and the word of each
+        word = np.searchsorted(offsets, at, side="right") - 1
+        firsts = np.cumsum([0] + [len(self._batch(words, (shard, WORD_FILES[0], i)))
+                                  for i in range(words.num_record_batches)])
+        batch = np.searchsorted(firsts, word, side="right") - 1
+        texts = pa.concat_arrays([self._batch(words, (shard, WORD_FILES[0], int(b))).take(
+            pa.array(word[batch == b] - firsts[b])) for b in np.unique(batch)]) if len(word) else pa.array([], pa.string())
+        of_row = np.concatenate([postings[at][batch == b] for b in np.unique(batch)]) if len(word) else at
+        for r, run in enumerate(runs):
+            bits[of_row[pc.match_substring_regex(texts, run).to_numpy(zero_copy_only=False)]] |= 1 << r
+        return bits
 
     def _rows(self, shard: int) -> slice:
         return slice(self.base[shard], self.base[shard] + self.grams[shard].rows)
@@ -188,9 +228,9 @@ class SearchIndex:
         dense = [False] * len(queries)
         first = 0
         for i in range(lines.num_record_batches):
-            batch = self._batch(lines, (shard, files[0], i))
+            batch, held = self._batch(lines, (shard, files[0], i)), {}
             for q, query in enumerate(queries):
-                found, share = matching_lines(query, batch, dense[q])
+                found, share = matching_lines(query, batch, dense[q], held)
                 matched[q].append(found + first)
                 dense[q] = share > DENSE_SHARE
             first += len(batch)

@@ -66,11 +66,16 @@ def matching_texts(query: LineQuery, texts: pa.Array) -> np.ndarray:
     return accepted(query.regex, texts)
 
 
-def matching_lines(query: LineQuery, lines: pa.StringArray, dense: bool) -> tuple[np.ndarray, float]:
-    """(positions of the lines `query` matches, ascending; the share of blocks holding its literal, 0 if none)."""
+def matching_lines(query: LineQuery, lines: pa.StringArray, dense: bool,
+                   held: dict[str, tuple[np.ndarray, float]] | None = None) -> tuple[np.ndarray, float]:
+    """(positions of the lines `query` matches, ascending; the share of blocks holding its literal, 0 if none).
+    `held`: the lines holding each literal found so far in `lines`, for other queries with the same literal."""
     if not query.literal:
         return _by_blocks(query.regex, lines), 0.0
-    holding, share = _holding(query.literal, lines, dense)
+    held = {} if held is None else held
+    if query.literal not in held:
+        held[query.literal] = _holding(query.literal, lines, dense)
+    holding, share = held[query.literal]
     if query.exact or len(holding) == 0:
         return holding, share
     return holding[accepted(query.regex, lines.take(pa.array(holding)))], share
