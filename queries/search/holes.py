@@ -42,6 +42,7 @@ HOLE = r"[\x{1}\x{2}]"
 _ASCII_WORD = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"
 _SINGLE = (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN)
 _REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT)
+MAX_RUNS = 16  # runs of word parts a pattern may have for `possible` (the sets of them a row's cut words hold)
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def hole_patterns(pattern: str, ignore_case: bool) -> HolePatterns:
     case = _case(parsed, ignore_case)
     items = _spliced(list(parsed))
     exact, runs = _exact(items), _runs(items)
-    if runs is None:
+    if runs is None or len(runs) > MAX_RUNS:
         return HolePatterns(case + exact if exact is not None else "", None, None)
     every = frozenset(range(len(runs)))
     possible, starts = (Possible(pattern, ignore_case, across, tuple("(?m)" + case + run for run in runs))
