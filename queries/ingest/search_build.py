@@ -30,10 +30,11 @@ one is chosen per shard, in `STRUCTURE`'s two steps, and said in index.json (and
 - the segments' lines over `index_build_mb` / `LINE_MERGE_FACTOR` (what the merge would hold): trigrams, no merge;
 - else merged, and the distinct lines over `LINE_SHARE` of the shard's candidate bytes (and over `SMALL_LINES`):
   trigrams, the merge dropped.
-A trigram shard also gets its pieces (`index_pieces.py`: its lines cut at words one text holds, in the lines'
-format: `part-NNNNN.pieces.arrow`, `piece_offsets.npy`, `piece_postings.npy`) and the words cut out, as attributes
-where they are (`part-NNNNN.words.arrow`, `word_offsets.npy`, `word_postings.npy`), unless what its chunks spilled
-of them is over `index_build_mb` / `PIECES_MERGE_FACTOR`. So a worker's memory is bounded by `index_build_mb`
+A trigram shard also gets its skeleton lines (`index_pieces.py`: its lines with the words one text holds cut out,
+a marker byte in each one's place, in the lines' format: `part-NNNNN.pieces.arrow`, `piece_offsets.npy`,
+`piece_postings.npy`; index.json's choice says the rows without any, "raw_rows": their text holds a marker byte)
+and the words cut out, as attributes where they are (`part-NNNNN.words.arrow`, `word_offsets.npy`,
+`word_postings.npy`), unless what its chunks spilled of them is over `index_build_mb` / `PIECES_MERGE_FACTOR`. So a worker's memory is bounded by `index_build_mb`
 (TLX_INDEX_BUILD_MB) whatever the text: the line merge only below it, the trigram build spilling its keys and pieces
 to the build folder.
 """
@@ -71,7 +72,7 @@ from queries.store import (
 
 LINES_PER_BATCH = 1 << 16  # distinct lines per compressed batch of a lines file
 LINE_MERGE_FACTOR = 4  # a line merge's peak memory per byte of its segments' lines (mapped, encoded, postings)
-PIECES_MERGE_FACTOR = 2  # a pieces merge's peak memory per byte spilled (pieces and their 8-byte pairs)
+PIECES_MERGE_FACTOR = 2  # a skeleton lines' merge's peak memory per byte spilled (lines and their 8-byte pairs)
 LINE_SHARE = 0.4  # a shard whose distinct lines are a larger share of its candidate bytes gets trigrams,
 SMALL_LINES = 8 << 20  # unless they are fewer bytes than this (searched in milliseconds whatever their share)
 DOCS_FILE = "docs.arrow"

@@ -14,9 +14,11 @@ next use); an index that is no longer open (a rebuilt store's old one) frees its
 
 A shard whose lines rarely repeat has a trigram index instead (`queries/search/grams.py`; index.json's "parts"
 says which shards): there the rows holding every trigram of a query's literal are only a superset, returned as
-rows to read and match (`rows_with_lines`'s second array), less those already decided: by their reference, or,
-for a plain literal, by the shard's pieces (its lines cut at words one text holds, `queries/ingest/
-index_pieces.py`, in the lines' format and matched the same way: a piece holding the literal is a line holding it).
+rows to read and match (`rows_with_lines`'s second array), less those already decided: by their reference, or by
+the shard's skeleton lines (its lines with the words one text holds cut out, a marker in each one's place,
+`queries/ingest/index_pieces.py`, in the lines' format and matched the same way: a literal in one is in the row,
+a regex as `LineQuery.pieces` says, `queries/search/holes.py`), and less those whose skeleton lines no match
+could be in (`LineQuery.possible`, `_narrow`) or, for a literal, without a cut word it could lie across.
 """
 
 from __future__ import annotations
