@@ -55,6 +55,7 @@ import pyarrow.parquet as pq
 from queries.ingest.index_grams import index_part_grams, remove_spills
 from queries.ingest.index_lines import NEWLINE, text_data, text_offsets
 from queries.ingest.index_segments import SEGMENT_DIR, part_segments, read_pieces, read_segment, segment_sizes
+from queries.ingest.malloc import give_back_freed_memory
 from queries.ingest.processes import process_pool, stop_pool
 from queries.ingest.progress import say
 from queries.store import (
@@ -83,6 +84,7 @@ def build_search_index(folder: Path, workers: int, progress: bool, index_build_m
     """Write `folder/search/` from the code shards' segments (`index_segments.py`, written as stage 1 read the
     programs), which go once merged, each part's build within `index_build_mb`; returns index.json's fields."""
     started = time.monotonic()
+    give_back_freed_memory()  # stage 1's batches, kept by malloc, would count beside the parts' builds
     search_path(folder, "").mkdir(exist_ok=True)
     shards = sorted(int(p.name[5:10]) for p in (folder / "code").glob("part-*.parquet"))
     ids = [pq.read_table(code_path(folder, shard), columns=["id"])["id"].combine_chunks() for shard in shards]
@@ -145,6 +147,8 @@ def index_shard(folder: Path, shard: int, rows: int, budget: int) -> tuple[list[
         choice["distinct_line_bytes"] = int(bounds[-1]) - int(bounds[0])
         if choice["distinct_line_bytes"] <= max(LINE_SHARE * choice["candidate_bytes"], SMALL_LINES):
             _write_lines(folder, shard, (LINES_FILE, OFFSETS_FILE, POSTINGS_FILE), distinct, offsets, postings)
+            del offsets, postings
+            give_back_freed_memory()
             return list(keys), texts, row_ref, {"structure": "lines", **choice}, len(distinct)
         del keys, texts, row_ref, distinct, offsets, postings
     grams, pieces, raw = index_part_grams(folder, shard, budget, budget // PIECES_MERGE_FACTOR)
@@ -162,7 +166,8 @@ def index_shard(folder: Path, shard: int, rows: int, budget: int) -> tuple[list[
     finally:
         for path in pieces:
             path.unlink(missing_ok=True)
-    # the trigrams and pieces hold the whole texts, heads too: every row's head is the empty one
+    give_back_freed_memory()  # the next part's build starts from what this worker holds
+    # the trigrams and skeleton lines hold the whole texts, heads too: every row's head is the empty one
     return [_key("")], [""], np.zeros(rows, np.int32), {"structure": "grams", **choice}, grams
 
 
