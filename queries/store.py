@@ -67,6 +67,7 @@ def search_path(store: Path, name: str) -> Path:
 LINES_FILE, OFFSETS_FILE, POSTINGS_FILE = "lines.arrow", "offsets.npy", "postings.npy"  # one of each per code shard
 PIECE_FILES = ("pieces.arrow", "piece_offsets.npy", "piece_postings.npy")  # the same, of a trigram shard's skeletons
 WORD_FILES = ("words.arrow", "word_offsets.npy", "word_postings.npy")  # and of the words its pieces were cut at
+SKELETON_MARKERS = (1, 2)  # the bytes that stand for a cut word in a skeleton line: an ASCII one, another
 
 
 def search_shard_path(store: Path, shard: int, name: str) -> Path:

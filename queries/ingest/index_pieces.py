@@ -27,9 +27,9 @@ import pyarrow.compute as pc
 
 from queries.ingest.index_lines import NEWLINE
 from queries.ingest.index_segments import distinct_sorted
+from queries.store import SKELETON_MARKERS as MARKERS
 
 DOT = ord(".")
-MARKERS = (1, 2)  # a cut word in a skeleton line: all ASCII, or not
 _WORD = np.zeros(256, bool)
 _WORD[[*range(ord("0"), ord("9") + 1), *range(ord("A"), ord("Z") + 1), *range(ord("a"), ord("z") + 1),
        ord("_"), *range(0x80, 0x100)]] = True

@@ -13,9 +13,12 @@ For a sound pattern (no anchor but `\\b`, `\\B`: `regex.line_rule`), from Python
 - `possible`: every line of a row that the pattern matches within is one it matches (a superset). A run of parts
   that match only word characters matches one run of word characters of the text, so it is either as written or
   within one cut word: the run or a marker (or nothing, where only parts that may be empty lie between it and the
-  run before: both may lie in one word). A part of one character that matches word and other characters may
-  also be a marker or nothing (it lay within a word), a repeat of one takes markers too, anything else is
-  `[^\\n]*`; `\\b`, `\\B` are dropped.
+  run before: both may lie in one word). It lies within one only in a row with a cut word that holds a match of
+  it (`Possible.runs`, over the cut words: at the word's end where what follows the run cannot be in a word, at
+  its start where what precedes it cannot), so `Possible.lines(holes)` is the pattern where only the runs
+  `holes` may be markers: a row is matched with the set of runs its cut words hold. A part of one character that
+  matches word and other characters may also be a marker or nothing (it lay within a word), a repeat of one takes
+  markers too, anything else is `[^\\n]*`; `\\b`, `\\B` are dropped.
 - `starts`: every line of a row where a match across lines can start is one it matches: for each part that can
   match a newline, the parts before it (as `possible` has them), what of that part can precede the newline, at
   the line's end (`rewrite.line_patterns`' `starts`, with markers).
@@ -35,8 +38,8 @@ import pyarrow.compute as pc
 
 from queries.search.regex import line_rule, may_match_newline
 from queries.search.rewrite import _KEPT_FLAGS, _spliced, _Unsupported, emit, repeat_count
+from queries.store import SKELETON_MARKERS as MARKERS
 
-MARKERS = (1, 2)  # as `index_pieces.MARKERS`
 ASCII_HOLE, WIDE_HOLE = r"\x{1}", r"\x{2}"
 HOLE = r"[\x{1}\x{2}]"
 _ASCII_WORD = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"

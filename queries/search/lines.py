@@ -20,11 +20,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from queries.search.holes import Possible
+from queries.store import SKELETON_MARKERS
 
 BLOCK_LINES = 64
 SUB_BLOCK_LINES = 8
 DENSE_SHARE = 0.5  # above this share of blocks holding the literal, the next batches skip the RE2 pass
-SKELETON_MARKERS = "\x01\x02"  # a cut word in a trigram part's skeleton lines (`queries/ingest/index_pieces.py`)
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def literal_regex(literal: str) -> str:
 def literal_query(literal: str, ignore_case: bool) -> LineQuery:
     """The lines holding `literal` (which has no newline)."""
     regex = ("(?i)" if ignore_case else "") + literal_regex(literal)
-    on_pieces = "" if any(ch in literal for ch in SKELETON_MARKERS) else regex  # a marker stands for a cut word
+    on_pieces = "" if any(chr(b) in literal for b in SKELETON_MARKERS) else regex  # a marker stands for a cut word
     if ignore_case:
         return LineQuery(regex, any_case=literal, text=literal, pieces=on_pieces)
     return LineQuery(regex, literal, exact=True, text=literal, pieces=on_pieces)
