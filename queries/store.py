@@ -31,8 +31,8 @@ INDEX_FILE = "index.parquet"
 CODE_DIR = "code"
 SEARCH_DIR = "search"  # the code search index (queries/ingest/search_build.py writes it, queries/search/index.py reads)
 SEARCH_META = "index.json"
-SEARCH_INDEX_VERSION = 3  # of the files under SEARCH_DIR (3: lines or trigrams per shard)
-SEARCH_INDEX_READ = (2, 3)  # the versions read (2: lines in every shard, the same files); another is not read
+SEARCH_INDEX_VERSION = 4  # of the files under SEARCH_DIR (3: lines or trigrams per shard; 4: skeleton lines)
+SEARCH_INDEX_READ = (2, 4)  # the versions read (2: lines in every shard, the same files); another is not read
 LOCATION_COLUMNS = ("code_shard", "code_rg")  # where a row's text is: code part, row group within it
 # columns a store of this schema version may lack (built before them): readers treat them as "not checked"
 OPTIONAL_COLUMNS = ("static_flags", "near_dup_cluster", "near_dup_component")
@@ -65,8 +65,9 @@ def search_path(store: Path, name: str) -> Path:
 
 
 LINES_FILE, OFFSETS_FILE, POSTINGS_FILE = "lines.arrow", "offsets.npy", "postings.npy"  # one of each per code shard
-PIECE_FILES = ("pieces.arrow", "piece_offsets.npy", "piece_postings.npy")  # the same, of a trigram shard's pieces
+PIECE_FILES = ("pieces.arrow", "piece_offsets.npy", "piece_postings.npy")  # the same, of a trigram shard's skeletons
 WORD_FILES = ("words.arrow", "word_offsets.npy", "word_postings.npy")  # and of the words its pieces were cut at
+SKELETON_MARKERS = (1, 2)  # the bytes that stand for a cut word in a skeleton line: an ASCII one, another
 
 
 def search_shard_path(store: Path, shard: int, name: str) -> Path:

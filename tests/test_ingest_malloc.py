@@ -40,3 +40,25 @@ def test_ingest_workers_keep_the_memory_they_free():
         given_back_by_default = plain.apply(rss_given_back_mb, (BLOCK_MB,))
     assert given_back_by_default > BLOCK_MB * 0.9
     assert kept_by_worker < BLOCK_MB * 0.1
+
+
+def rss_given_back_on_request_mb(block_mb: int) -> float:
+    """MB of resident memory a worker gives back when told to (`give_back_freed_memory`), after freeing a block
+    it kept."""
+    from queries.ingest.malloc import give_back_freed_memory
+
+    kept = rss_given_back_mb(block_mb)
+    before = _rss_mb()
+    assert give_back_freed_memory()
+    return before - _rss_mb() + kept
+
+
+def test_a_worker_gives_the_memory_it_kept_back_when_told():
+    """The search index's build asks for it before it starts and after each part (issue 48: the main process's
+    freed batches counted beside two workers' builds)."""
+    pool = process_pool(1)
+    try:
+        given_back = pool.submit(rss_given_back_on_request_mb, BLOCK_MB).result(timeout=120)
+    finally:
+        stop_pool(pool, True)
+    assert given_back > BLOCK_MB * 0.9

@@ -133,8 +133,9 @@ def test_a_small_budget_spills_more_chunks_for_the_same_index(tmp_path, monkeypa
     for budget in (1 << 30, 1 << 20):
         folder = tmp_path / str(budget)
         _code_part(folder, texts, 100)
-        grams, pieces = index_grams.index_part_grams(folder, 0, budget, 1 << 30)
-        assert grams > 100 and len(pieces) == 2 * chunks[-1]  # pieces and words files per chunk, for the caller
+        grams, pieces, raw = index_grams.index_part_grams(folder, 0, budget, 1 << 30)
+        assert grams > 100 and len(pieces) == 2 * chunks[-1]  # lines and words files per chunk, for the caller
+        assert raw == []
         for path in pieces:
             path.unlink()
         assert not list((folder / index_grams.SPILL_DIR).iterdir())  # the keys' spill file went once merged
@@ -153,25 +154,30 @@ def test_trigrams_of_a_text_any_case():
     assert text_grams("asK", True) == [] and len(text_grams("ümlaut", True)) == 3  # nor one not ASCII
 
 
-def test_pieces_are_lines_cut_at_words_one_text_holds():
+def test_skeleton_lines_are_lines_with_the_words_one_text_holds_cut_out():
     from queries.ingest.index_pieces import chunk_pieces
 
     texts = ["x_17 = tl.load(p_17)  # u1.0\nreturn x_17\n", "y_3 = tl.load(p_3)  # u2.0\nreturn y_3",
-             "ümlaut = tl.load(ümlaut)\n\n", "", "tl", "tl.w_9"]
+             "ümlaut = tl.load(ümlaut)\n\n", "", "tl", "tl.w_9", "a\x01 = tl.load(b)"]
     data = np.frombuffer("".join(texts).encode(), np.uint8)
     offsets = np.cumsum([0] + [len(t.encode()) for t in texts]).astype(np.int64)
-    pieces, pairs, words, word_pairs = chunk_pieces(data, offsets)
+    lines, pairs, words, word_pairs, raw = chunk_pieces(data, offsets)
     by_row: dict[int, set[str]] = {}
     for pair in pairs.tolist():
-        by_row.setdefault(pair & 0xFFFFFFFF, set()).add(pieces[pair >> 32].as_py())
-    assert by_row == {0: {" = tl.load(", ")  # ", ".0", "return "}, 1: {" = tl.load(", ")  # ", ".0", "return "},
-                      2: {" = tl.load(", ")"}, 4: {"tl"}, 5: {"tl."}}  # `0` is in two texts: kept
-    for row, found in by_row.items():  # every piece is text of one of its row's lines
-        assert all(any(p in line for line in texts[row].split("\n")) for p in found)
+        by_row.setdefault(pair & 0xFFFFFFFF, set()).add(lines[pair >> 32].as_py())
+    assert by_row == {0: {"\x01 = tl.load(\x01)  # \x01.0", "return \x01"},  # `0` is in two texts: kept
+                      1: {"\x01 = tl.load(\x01)  # \x01.0", "return \x01"},
+                      2: {"\x02 = tl.load(\x02)", ""}, 4: {"tl"}, 5: {"tl.\x01"}}  # \x02: a word not ASCII
+    assert raw.tolist() == [6]  # its text holds a marker byte: no skeleton lines, read by a search
+    for row, found in by_row.items():  # each the skeleton of a line of its text, and every line has one
+        shapes = [re.compile("".join(r"\w+" if ch in "\x01\x02" else re.escape(ch) for ch in line)) for line in found]
+        text_lines = texts[row].removesuffix("\n").split("\n")
+        assert all(any(shape.fullmatch(line) for line in text_lines) for shape in shapes)
+        assert all(any(shape.fullmatch(line) for shape in shapes) for line in text_lines)
     cut: dict[int, set[str]] = {}  # the words cut out, after the `.` and word just before them
     for pair in word_pairs.tolist():
         cut.setdefault(pair & 0xFFFFFFFF, set()).add(words[pair >> 32].as_py())
-    assert cut == {0: {"x_17", "p_17", "u1"}, 1: {"y_3", "p_3", "u2"}, 2: {"ümlaut"}, 5: {"tl.w_9"}}
+    assert cut == {0: {"x_17", "p_17", "u1"}, 1: {"y_3", "p_3", "u2"}, 2: {"ümlaut"}, 5: {"tl.w_9"}, 6: {"a", "b"}}
 
 
 def test_cut_words_leave_fewer_rows_to_read(mixed_store):
@@ -228,3 +234,84 @@ def test_the_cut_words_a_literal_could_lie_across():
     assert overlapped("17)  # u") == ([], ["p_17", "u1", "x_17"])
     assert overlapped(" = (") == ([], [])  # no word: in no cut word
     assert overlapped("u1.0") == ([], ["u1"])
+
+
+@pytest.fixture(scope="module")
+def renamed_store(tmp_path_factory) -> Path:
+    """Real programs with most of each one's names made its own (some not ASCII), a word of its own at the end
+    of some lines and a marker byte in a few texts, in trigram parts only: regexes cross cut words everywhere."""
+    if not (REALWORLD / "train.parquet").is_file():
+        pytest.skip(f"{REALWORLD} not present")
+    from queries.ingest import ingest
+
+    rng = random.Random(11)
+    texts = [x for x in pq.read_table(REALWORLD / "train.parquet", columns=["x"])["x"].to_pylist() if x][:700]
+    out = []
+    for row, text in enumerate(texts):
+        names = sorted({w for w in re.findall(r"\b[a-z_][a-z0-9_]{2,}\b", text) if rng.random() < 0.4})
+        renamed = {w: f"{w}{rng.choice(['_', 'ä', ''])}{row}" for w in names}
+        text = re.sub(r"\b[a-z_][a-z0-9_]{2,}\b", lambda m, names=renamed: names.get(m.group(0), m.group(0)), text)
+        if row % 3 == 0:
+            text = "\n".join(f"{line}  # w{row}x{i}" if i % 4 == 0 else line for i, line in enumerate(text.split("\n")))
+        if row % 50 == 7:
+            text = text.replace("=", "=\x01", 1) if row % 100 == 7 else text.replace("(", "(\x02", 1)
+        out.append(text)
+    source = tmp_path_factory.mktemp("renamed") / "train.parquet"
+    pq.write_table(pa.table({"x": out, "y": [1.0] * len(out)}), source)
+    store = source.parent / "store"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(search_build, "LINE_SHARE", 0)
+        mp.setattr(search_build, "SMALL_LINES", 0)
+        ingest([str(source)], store, progress=False, workers=1, code_rows_per_group=16, rows_per_shard=256,
+               syntax_check=False)
+    return store
+
+
+CROSSING = [
+    r"tl\.atomic_add\(\w+", r"tl\.load\(\w+", r"\w+_ptr\b", r"\w+ = tl\.load\([^)]*\)", r"def \w+\(\w+", r"\(\w+, \w+\)",
+    r"[a-z]+_\d+", r"\w+\s*\+\s*\w+", r"\S+\.\w+\(\S+", r"=\s*\w+\n", r"\w+\s*\n\s*\w+", r"\w{3}\(", r"x.{1,3}=",
+    r"[^\x00-\x7f]\w*", r"ä\w+", r"\x01", r"=[\x00-\x02]", r"\w+:\s*tl\.constexpr", r"for \w+ in range\(\w+",
+    r"(?i)TL\.LOAD\(\w+", r"mask\s*=\s*\w+\s*<", r"[^(]+\)$", r"\.\w", r"\w\.", r"_\d+\b", r"\B\d", r"x\d+$",
+    r"tl\.store\(.*mask=", r"num_warps\s*=\s*\d+", r"#\s*w\d+x\d+", r"\w+\s*=\s*\w+\(\w+", r"[\w.]+\(", r"\S+x4\b",
+    r"\w+(?:_ptr|_size)", r"(?:offs|pid)\w*\s*=", r"BLOCK\w*\s*:\s*tl\.constexpr", r"return \w+\s*\n\s*\n\s*def",
+    r"\w+ä\d+", r"[^\s]{2}ä", r"\(\x02\w", r".{2}\x01", r"(\w+)\.(\w+)\(", r"\w*\s*=\s*\.",
+]
+
+SHOWN = [r"tl\.atomic_add\(\w+", r"tl\.load\(\w+", r"\w+ = tl\.load\([^)]*\)", r"\(\w+, \w+\)", r"\w+\s*\+\s*\w+",
+         r"(?i)TL\.LOAD\(\w+", r"\.\w", r"\w\.", r"tl\.store\(.*mask=", r"for \w+ in range\(\w+"]  # decided here
+
+
+def test_regexes_across_cut_words_equal_a_full_scan(renamed_store):
+    """Matched on the skeleton lines (`queries/search/holes.py`): a regex's hits found there, and the rows no
+    skeleton line could match left out, give what a full scan finds, case kept or ignored; rows whose text holds
+    a marker byte are read."""
+    ids, texts, _ = _programs(renamed_store)
+    meta = json.loads((renamed_store / SEARCH_DIR / "index.json").read_text())
+    assert meta["parts"]["lines"] == [] and sum(len(c["raw_rows"]) for c in meta["choices"]) == 14
+    for pattern in CROSSING:
+        for ignore_case in (False, True):
+            _check(renamed_store, ids, texts, pattern, regex=True, ignore_case=ignore_case)
+
+
+def test_skeleton_lines_decide_rows_a_regex_crosses_cut_words_in(renamed_store, monkeypatch):
+    """Rows a skeleton line shows a match in are hits and only rows where one could match are left to read: every
+    hit matches, every matching row is a hit or read, and far fewer rows are read than without the skeletons."""
+    from queries.search import engine
+    from queries.search.index import cache_bytes_of, open_index
+
+    ids, texts, _ = _programs(renamed_store)
+    index = open_index(renamed_store, cache_bytes_of(settings_now()))
+    order = {row_id: i for i, row_id in enumerate(index.docs["id"].to_pylist())}
+    read = {}
+    for holes in (True, False):
+        if not holes:
+            monkeypatch.setattr(engine, "hole_patterns", lambda *_: engine.NO_HOLES)
+        read[holes] = 0
+        for pattern in CROSSING:
+            exact, undecided, note = engine._decided(index, pattern, pattern, False)
+            matching = np.zeros(index.rows, bool)
+            matching[[order[i] for i in _expected(ids, texts, pattern, True, False)]] = True
+            assert not (exact & ~matching).any() and not (matching & ~exact & ~undecided).any(), pattern
+            if pattern in SHOWN:
+                read[holes] += int((undecided & ~exact).sum())
+    assert read[True] * 10 < read[False], read  # where the text these patterns require is in most rows

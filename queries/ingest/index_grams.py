@@ -50,16 +50,19 @@ BYTES_PER_TEXT_BYTE = 64  # a chunk's peak memory per byte of its texts (codes, 
 BYTES_PER_KEY = 64  # the merge's peak memory per key of a range (rows, trigrams, the sort's indices, bitmaps)
 
 
-def index_part_grams(folder: Path, shard: int, budget_bytes: int, piece_bytes: int) -> tuple[int, list[Path]]:
-    """Write code part `shard`'s trigram index under `folder/search/`; returns its distinct trigrams, and the
-    spill files of its chunks' pieces and cut words (`index_pieces.py`, as `spill_pieces` writes them, a chunk's
-    pieces then its words; none once they pass `piece_bytes`), which the caller merges and removes."""
+def index_part_grams(folder: Path, shard: int, budget_bytes: int,
+                     piece_bytes: int) -> tuple[int, list[Path], list[int]]:
+    """Write code part `shard`'s trigram index under `folder/search/`; returns its distinct trigrams, the spill
+    files of its chunks' skeleton lines and cut words (`index_pieces.py`, as `spill_pieces` writes them, a
+    chunk's lines then its words; none once they pass `piece_bytes`), which the caller merges and removes, and
+    the rows without skeleton lines (their text holds a marker byte)."""
     spill = Path(folder) / SPILL_DIR / f"part-{shard:05d}.keys"
     spill.parent.mkdir(exist_ok=True)
     try:
-        chunks, per_prefix, rows, pieces = _spill_keys(folder, shard, spill,
-                                                       max(budget_bytes // BYTES_PER_TEXT_BYTE, 1), piece_bytes)
-        return _merge(folder, shard, spill, chunks, per_prefix, rows, max(budget_bytes // BYTES_PER_KEY, 1)), pieces
+        chunks, per_prefix, rows, pieces, raw = _spill_keys(folder, shard, spill,
+                                                            max(budget_bytes // BYTES_PER_TEXT_BYTE, 1), piece_bytes)
+        grams = _merge(folder, shard, spill, chunks, per_prefix, rows, max(budget_bytes // BYTES_PER_KEY, 1))
+        return grams, pieces, raw
     finally:
         spill.unlink(missing_ok=True)
 
@@ -100,14 +103,15 @@ def _keys(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 
 
 def _spill_keys(folder: Path, shard: int, spill: Path, chunk_bytes: int,
-                piece_bytes: int) -> tuple[list[tuple[int, np.ndarray, int]], np.ndarray, int, list[Path]]:
-    """Each chunk's sorted keys, one after another in `spill`, and its pieces in a file of their own; returns
-    (first key, where each trigram prefix's keys start from it, first row) per chunk, the keys per trigram
-    prefix, the part's rows and the pieces' files."""
+                piece_bytes: int) -> tuple[list[tuple[int, np.ndarray, int]], np.ndarray, int, list[Path], list[int]]:
+    """Each chunk's sorted keys, one after another in `spill`, and its skeleton lines and words in files of
+    their own; returns (first key, where each trigram prefix's keys start from it, first row) per chunk, the keys
+    per trigram prefix, the part's rows, the lines' and words' files and the rows without skeleton lines."""
     chunks, first_key, first_row = [], 0, 0
     per_prefix = np.zeros(1 << PREFIX_BITS, np.int64)
     code = pq.ParquetFile(code_path(folder, shard))
     pieces: list[Path] | None = []
+    raw: list[int] = []
     spilled_pieces = 0
     with open(spill, "wb") as out:
         for texts in _chunks(code, chunk_bytes):
@@ -116,6 +120,7 @@ def _spill_keys(folder: Path, shard: int, spill: Path, chunk_bytes: int,
             keys.tofile(out)
             if pieces is not None:
                 found = chunk_pieces(data, offsets)
+                raw += (found[4] + first_row).tolist()
                 for kind, at in (("pieces", 0), ("words", 2)):
                     path = spill.with_name(f"{spill.stem}-{len(chunks):05d}.{kind}")
                     spilled_pieces += spill_pieces(path, found[at], found[at + 1], first_row)
@@ -130,7 +135,7 @@ def _spill_keys(folder: Path, shard: int, spill: Path, chunk_bytes: int,
             chunks.append((first_key, np.concatenate(([0], np.cumsum(counts))), first_row))
             first_key += len(keys)
             first_row += len(texts)
-    return chunks, per_prefix, first_row, pieces or []
+    return chunks, per_prefix, first_row, pieces or [], raw if pieces else []
 
 
 def spill_pieces(path: Path, pieces: pa.StringArray, pairs: np.ndarray, first_row: int) -> int:

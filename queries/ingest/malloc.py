@@ -29,3 +29,15 @@ def keep_freed_memory() -> bool:
     except (OSError, AttributeError):
         return False
     return bool(mallopt(M_MMAP_THRESHOLD, MAP_ABOVE)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_ABOVE))
+
+
+def give_back_freed_memory() -> bool:
+    """Give the memory this process freed back to the kernel now (glibc's malloc_trim), where it kept it
+    (`keep_freed_memory`): before the search index is built, so that the main process's freed batches and a
+    worker's last part do not count beside the parts being built (issue 48); False where that is not glibc."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        return bool(ctypes.CDLL(None).malloc_trim(0))
+    except (OSError, AttributeError):
+        return False

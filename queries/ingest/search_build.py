@@ -30,10 +30,11 @@ one is chosen per shard, in `STRUCTURE`'s two steps, and said in index.json (and
 - the segments' lines over `index_build_mb` / `LINE_MERGE_FACTOR` (what the merge would hold): trigrams, no merge;
 - else merged, and the distinct lines over `LINE_SHARE` of the shard's candidate bytes (and over `SMALL_LINES`):
   trigrams, the merge dropped.
-A trigram shard also gets its pieces (`index_pieces.py`: its lines cut at words one text holds, in the lines'
-format: `part-NNNNN.pieces.arrow`, `piece_offsets.npy`, `piece_postings.npy`) and the words cut out, as attributes
-where they are (`part-NNNNN.words.arrow`, `word_offsets.npy`, `word_postings.npy`), unless what its chunks spilled
-of them is over `index_build_mb` / `PIECES_MERGE_FACTOR`. So a worker's memory is bounded by `index_build_mb`
+A trigram shard also gets its skeleton lines (`index_pieces.py`: its lines with the words one text holds cut out,
+a marker byte in each one's place, in the lines' format: `part-NNNNN.pieces.arrow`, `piece_offsets.npy`,
+`piece_postings.npy`; index.json's choice says the rows without any, "raw_rows": their text holds a marker byte)
+and the words cut out, as attributes where they are (`part-NNNNN.words.arrow`, `word_offsets.npy`,
+`word_postings.npy`), unless what its chunks spilled of them is over `index_build_mb` / `PIECES_MERGE_FACTOR`. So a worker's memory is bounded by `index_build_mb`
 (TLX_INDEX_BUILD_MB) whatever the text: the line merge only below it, the trigram build spilling its keys and pieces
 to the build folder.
 """
@@ -54,6 +55,7 @@ import pyarrow.parquet as pq
 from queries.ingest.index_grams import index_part_grams, remove_spills
 from queries.ingest.index_lines import NEWLINE, text_data, text_offsets
 from queries.ingest.index_segments import SEGMENT_DIR, part_segments, read_pieces, read_segment, segment_sizes
+from queries.ingest.malloc import give_back_freed_memory
 from queries.ingest.processes import process_pool, stop_pool
 from queries.ingest.progress import say
 from queries.store import (
@@ -71,7 +73,7 @@ from queries.store import (
 
 LINES_PER_BATCH = 1 << 16  # distinct lines per compressed batch of a lines file
 LINE_MERGE_FACTOR = 4  # a line merge's peak memory per byte of its segments' lines (mapped, encoded, postings)
-PIECES_MERGE_FACTOR = 2  # a pieces merge's peak memory per byte spilled (pieces and their 8-byte pairs)
+PIECES_MERGE_FACTOR = 2  # a skeleton lines' merge's peak memory per byte spilled (lines and their 8-byte pairs)
 LINE_SHARE = 0.4  # a shard whose distinct lines are a larger share of its candidate bytes gets trigrams,
 SMALL_LINES = 8 << 20  # unless they are fewer bytes than this (searched in milliseconds whatever their share)
 DOCS_FILE = "docs.arrow"
@@ -82,6 +84,7 @@ def build_search_index(folder: Path, workers: int, progress: bool, index_build_m
     """Write `folder/search/` from the code shards' segments (`index_segments.py`, written as stage 1 read the
     programs), which go once merged, each part's build within `index_build_mb`; returns index.json's fields."""
     started = time.monotonic()
+    give_back_freed_memory()  # stage 1's batches, kept by malloc, would count beside the parts' builds
     search_path(folder, "").mkdir(exist_ok=True)
     shards = sorted(int(p.name[5:10]) for p in (folder / "code").glob("part-*.parquet"))
     ids = [pq.read_table(code_path(folder, shard), columns=["id"])["id"].combine_chunks() for shard in shards]
@@ -144,9 +147,11 @@ def index_shard(folder: Path, shard: int, rows: int, budget: int) -> tuple[list[
         choice["distinct_line_bytes"] = int(bounds[-1]) - int(bounds[0])
         if choice["distinct_line_bytes"] <= max(LINE_SHARE * choice["candidate_bytes"], SMALL_LINES):
             _write_lines(folder, shard, (LINES_FILE, OFFSETS_FILE, POSTINGS_FILE), distinct, offsets, postings)
+            del offsets, postings
+            give_back_freed_memory()
             return list(keys), texts, row_ref, {"structure": "lines", **choice}, len(distinct)
         del keys, texts, row_ref, distinct, offsets, postings
-    grams, pieces = index_part_grams(folder, shard, budget, budget // PIECES_MERGE_FACTOR)
+    grams, pieces, raw = index_part_grams(folder, shard, budget, budget // PIECES_MERGE_FACTOR)
     try:
         for kind, names in (("pieces", PIECE_FILES), ("words", WORD_FILES)):  # a chunk's pieces, then its words
             batches = [read_pieces(path) for path in pieces[kind == "words"::2]]
@@ -156,10 +161,13 @@ def index_shard(folder: Path, shard: int, rows: int, budget: int) -> tuple[list[
             if pieces:
                 _write_lines(folder, shard, names, distinct, offsets, postings)
             choice[kind] = len(distinct)  # 0: none, or over what the merge may hold
+        if pieces:
+            choice["raw_rows"] = raw  # rows without skeleton lines: their text holds a marker byte
     finally:
         for path in pieces:
             path.unlink(missing_ok=True)
-    # the trigrams and pieces hold the whole texts, heads too: every row's head is the empty one
+    give_back_freed_memory()  # the next part's build starts from what this worker holds
+    # the trigrams and skeleton lines hold the whole texts, heads too: every row's head is the empty one
     return [_key("")], [""], np.zeros(rows, np.int32), {"structure": "grams", **choice}, grams
 
 

@@ -33,6 +33,7 @@ from common.settings import Settings
 from queries.db import connect
 from queries.filters import NO_FILTERS, Filters
 from queries.memo import Memo
+from queries.search.holes import NO_HOLES, HolePatterns, Possible, hole_patterns
 from queries.search.index import SearchIndex, cache_bytes_of, open_index
 from queries.search.lines import LineQuery, literal_query, literal_regex
 from queries.search.regex import line_rule, required_literals
@@ -41,7 +42,6 @@ from queries.search.scan import Group, Scanned, Scanner
 from queries.store import store_version
 
 MAX_LIMIT = 1000
-_CONTEXT = re.compile(r"[$^]|\\[bBAz]")  # what a regex may see around its match
 MEMO_BYTES = 64 << 20  # matching rows (ids and locations) of recent complete searches, per process
 SNIPPET_CONTEXT = 60
 LONGEST_LITERAL = 100_000  # RE2 cannot compile a literal of ~1M characters: a longer one narrows by its start
@@ -284,15 +284,16 @@ def _decided(index: SearchIndex, pattern: str, regex: str | None,
         pieces, fold = required_literals(pattern)
         fold = fold or ignore_case
         rule = line_rule(pattern)
+        holes = hole_patterns(pattern, ignore_case) if index.piece_shards and rule.sound else NO_HOLES
         if rule.complete:  # on trigram parts, the rows to read also hold the texts it requires
             narrowing = [literal_query(p, fold) for p in _pieces(pieces)[:NARROWING_PIECES]] if index.grams else []
-            (exact, may), *found = index.rows_with_lines([_line_query(regex, pieces, fold)] + narrowing)
+            (exact, may), *found = index.rows_with_lines([_line_query(regex, pieces, fold, holes)] + narrowing)
             return exact, np.logical_and.reduce([may] + [hit | maybe for hit, maybe in found]), ""
         lines = line_patterns(regex) if rule.sound else None
         if lines is not None and _runs(lines.within):
-            within = _line_query(lines.within, pieces, fold)
+            within = _line_query(lines.within, pieces, fold, holes)
         if lines is not None and _runs(lines.starts) and not _matches_empty(lines.starts):
-            starts = LineQuery(lines.starts, lines.start_literal)
+            starts = LineQuery(lines.starts, lines.start_literal, possible=_possible(holes.starts))
     narrowing = [starts] if starts else [literal_query(p, fold) for p in _pieces(pieces)[:NARROWING_PIECES]]
     if not narrowing:
         return index.rows_with_lines([within])[0][0] if within else nothing, ~nothing, FULL_SCAN_NOTE
@@ -301,13 +302,23 @@ def _decided(index: SearchIndex, pattern: str, regex: str | None,
     return exact, may | np.logical_and.reduce([hit | maybe for hit, maybe in found]), ""
 
 
-def _line_query(regex: str, pieces: list[str], fold: bool) -> LineQuery:
-    """The lines `regex` matches, with the longest text they all hold (in any case where `fold`); `plain` where
-    it has no anchor nor word boundary (`^`, `$`, `\\b`, `\\B`, `\\A`, `\\z`, or a `^` of a class: told by
-    its text), so that what it matches in part of a line it matches in the line."""
+def _line_query(regex: str, pieces: list[str], fold: bool, holes: HolePatterns = NO_HOLES) -> LineQuery:
+    """The lines `regex` matches, with the longest text they all hold (in any case where `fold`), and what it
+    matches on a trigram part's skeleton lines (`queries/search/holes.py`)."""
     longest = _longest(pieces)
-    plain = _CONTEXT.search(regex) is None
-    return LineQuery(regex, any_case=longest, plain=plain) if fold else LineQuery(regex, longest, plain=plain)
+    exact, possible = holes.exact if _runs(holes.exact) else "", _possible(holes.possible)
+    if fold:
+        return LineQuery(regex, any_case=longest, pieces=exact, possible=possible)
+    return LineQuery(regex, longest, pieces=exact, possible=possible)
+
+
+def _possible(possible: Possible | None) -> Possible | None:
+    """`possible` where RE2 runs its patterns (with no run a marker, and every one)."""
+    if possible is None:
+        return None
+    every = frozenset(range(len(possible.runs)))
+    return possible if all(_runs(p) for p in (*possible.runs, possible.lines(every)[0],
+                                               possible.lines(frozenset())[0])) else None
 
 
 def _pieces(literals: list[str]) -> list[str]:

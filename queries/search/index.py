@@ -15,9 +15,11 @@ frees its batches.
 
 A shard whose lines rarely repeat has a trigram index instead (`queries/search/grams.py`; index.json's "parts"
 says which shards): there the rows holding every trigram of a query's literal are only a superset, returned as
-rows to read and match (`rows_with_lines`'s second array), less those already decided: by their reference, or,
-for a plain literal, by the shard's pieces (its lines cut at words one text holds, `queries/ingest/
-index_pieces.py`, in the lines' format and matched the same way: a piece holding the literal is a line holding it).
+rows to read and match (`rows_with_lines`'s second array), less those already decided: by their reference, or by
+the shard's skeleton lines (its lines with the words one text holds cut out, a marker in each one's place,
+`queries/ingest/index_pieces.py`, in the lines' format and matched the same way: a literal in one is in the row,
+a regex as `LineQuery.pieces` says, `queries/search/holes.py`), and less those whose skeleton lines no match
+could be in (`LineQuery.possible`, `_narrow`) or, for a literal, without a cut word it could lie across.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ from queries.store import (
 )
 
 THREADS = 2
+MASKS = 4  # passes over a part's skeleton lines for the rows whose cut words hold a pattern's runs
+PASS_ROWS = 128  # rows a pass over a part's skeleton lines (~0.1 CPU s) decides at least; fewer are read
+FEW_ROWS = 16  # under a 16th of a part's rows, their cut words are looked up, not every one matched
 LINE_FILES = (LINES_FILE, OFFSETS_FILE, POSTINGS_FILE)
 _cached = 0  # bytes of decompressed lines kept, over every open index
 _CACHE_LOCK = threading.Lock()
@@ -83,6 +88,10 @@ class SearchIndex:
         self.line_shards = [s for s in self.shards if s not in gram_shards]
         self.piece_shards = [s for s in self.grams if search_shard_path(store, s, PIECE_FILES[0]).is_file()]
         self.word_shards = [s for s in self.piece_shards if search_shard_path(store, s, WORD_FILES[0]).is_file()]
+        choices = {c.get("part"): c for c in meta.get("choices", [])}
+        self.raw = {s: np.zeros(self.grams[s].rows, bool) for s in self.piece_shards}  # rows without skeletons
+        for s in self.piece_shards:
+            self.raw[s][np.asarray(choices.get(s, {}).get("raw_rows", []), np.int64)] = True
         self._arrays: dict[tuple[int, str], tuple[pa.ipc.RecordBatchFileReader, np.ndarray, np.ndarray]] = {}
         self._lock = threading.Lock()
         self._cache: dict[tuple[int, str, int], pa.StringArray] | None = {}  # None: forgotten
@@ -105,12 +114,15 @@ class SearchIndex:
             ref_hit = np.zeros(self.refs, bool)
             ref_hit[self.ref_of_line[matching_texts(query, self.ref_lines)]] = True  # lines without their newline
             hits.append(ref_hit[self.doc_ref])
-        plain = [q for q, query in enumerate(queries) if query.plain]  # found exactly in pieces too
+        # found exactly in skeleton lines too; and, in the same pass, the lines a match could be in (`_narrow`)
+        on_pieces = {s: [_on_pieces(query) + self._possible(s, query) for query in queries] for s in self.piece_shards}
         work = [(s, LINE_FILES, [[query] for query in queries]) for s in self.line_shards]
-        work += [(s, PIECE_FILES, [[queries[q]] if q in plain else [] for q in range(len(queries))])
-                 for s in self.piece_shards] if plain else []
-        for shard, rows in self._matched(work):
-            for hit, found in zip(hits, rows, strict=True):
+        work += [(s, PIECE_FILES, on_pieces[s]) for s in self.piece_shards if any(on_pieces[s])]
+        possible: dict[tuple[int, int], np.ndarray] = {}
+        for (shard, files, _), rows in zip(work, self._matched(work), strict=True):
+            for q, (hit, found) in enumerate(zip(hits, rows, strict=True)):
+                if files == PIECE_FILES and queries[q].possible:
+                    possible[shard, q] = found.pop()
                 for at in found:
                     hit[at + self.base[shard]] = True
         maybe = [np.zeros(self.rows, bool) for _ in queries]
@@ -118,35 +130,104 @@ class SearchIndex:
             rows = slice(self.base[shard], self.base[shard] + part.rows)
             for hit, may, query in zip(hits, maybe, queries, strict=True):
                 may[rows] = part.candidates(query.literal or query.any_case, not query.literal) & ~hit[rows]
-        # a literal's rows that no piece decided: the cut words it could lie across tell which to read
-        work = [(s, WORD_FILES, [_words(query, may[self._rows(s)]) for query, may in zip(queries, maybe,
-                                                                                     strict=True)])
-                for s in self.word_shards]
-        for shard, rows in self._matched([w for w in work if any(w[2])]):
+        self._narrow(queries, hits, maybe, possible)
+        return list(zip(hits, maybe, strict=True))
+
+    def _possible(self, shard: int, query: LineQuery) -> list[LineQuery]:
+        """The lines of a part a match of the query could be in, as far as they tell without the cut words (each
+        run of word parts as written, or, in a part without cut words, any run a marker)."""
+        if not query.possible:
+            return []
+        runs = range(0 if shard in self.word_shards else len(query.possible.runs))
+        return [LineQuery(*query.possible.lines(frozenset(runs)))]
+
+    def _narrow(self, queries: list[LineQuery], hits: list[np.ndarray], maybe: list[np.ndarray],
+                possible: dict[tuple[int, int], np.ndarray]) -> None:
+        """Of the rows of trigram parts left to read, leave out those whose skeleton lines show no match can be
+        (`LineQuery.possible`: each run of word parts of the pattern as written, but those a cut word of the row
+        holds, which may be markers), and of a literal's, those without a cut word it could lie across
+        (`words.py`); a literal within a cut word is a hit."""
+        undecided = {(s, q): bool(may[self._rows(s)].any()) for s in self.piece_shards for q, may in enumerate(maybe)}
+        asked = {(s, q): query.possible for s in self.piece_shards for q, query in enumerate(queries)
+                 if query.possible and undecided[s, q]}
+        work = [(s, WORD_FILES, [_words(query, may[self._rows(s)]) for query, may in zip(queries, maybe, strict=True)])
+                 for s in self.word_shards]
+        work = [w for w in work if any(w[2])]
+        could = {key: self.raw[key[0]].copy() for key in asked}  # a row without skeleton lines may hold anything
+        for key in asked:
+            could[key][possible[key]] = True
+        holding: dict[tuple[int, int], np.ndarray] = {}  # per row, which runs a cut word of it holds (bits)
+        for (shard, _, _), rows in zip(work, self._matched(work), strict=True):
             part = self._rows(shard)
-            for hit, may, found in zip(hits, maybe, rows, strict=True):
-                if found:
-                    hit[found[0] + self.base[shard]] = True
-                    across = np.zeros(self.grams[shard].rows, bool)
+            for q, found in enumerate(rows):
+                if found:  # a literal's: within a cut word (a hit), and the ones it could lie across
+                    hits[q][found[0] + self.base[shard]] = True
+                    across = self.raw[shard].copy()
                     for overlapping in found[1:]:
                         across[overlapping] = True
-                    may[part] &= across & ~hit[part]
-        return list(zip(hits, maybe, strict=True))
+                    maybe[q][part] &= across & ~hits[q][part]
+        for key, asking in asked.items():
+            if key[0] in self.word_shards and asking.runs:
+                holding[key] = self._holding(key[0], maybe[key[1]][self._rows(key[0])] & ~could[key], asking.runs)
+        masks = {key: _masks(bits[maybe[key[1]][self._rows(key[0])] & ~could[key]]) for key, bits in holding.items()}
+        for key, bits in holding.items():  # a few rows are read for less than a pass over the skeleton lines
+            left, passes = maybe[key[1]][self._rows(key[0])] & ~could[key] & (bits != 0), []
+            for mask in masks[key]:
+                group = left & (bits & ~mask == 0)
+                if np.count_nonzero(group) > PASS_ROWS:
+                    passes.append(mask)
+                else:
+                    could[key] |= group
+            masks[key] = passes
+        work = [(s, PIECE_FILES, [[LineQuery(*asked[s, q].lines(_bits(m))) for m in masks.get((s, q), [])]
+                                  for q in range(len(queries))]) for s in self.piece_shards]
+        work = [w for w in work if any(w[2])]
+        for (shard, _, _), rows in zip(work, self._matched(work), strict=True):
+            for q, found in enumerate(rows):
+                for mask, rows_found in zip(masks.get((shard, q), []), found, strict=True):
+                    matched = np.zeros(self.grams[shard].rows, bool)
+                    matched[rows_found] = True
+                    bits = holding[shard, q]  # the rows whose cut words hold these runs alone, or some of them
+                    could[shard, q] |= matched & (bits & ~mask == 0) & (bits != 0)
+        for (shard, q), rows in could.items():
+            maybe[q][self._rows(shard)] &= rows & ~hits[q][self._rows(shard)]
+
+    def _holding(self, shard: int, rows: np.ndarray, runs: tuple[str, ...]) -> np.ndarray:
+        """Per row of a part, which of `runs` (bits) a cut word of it holds, of the rows `rows` (bool) at least:
+        where they are few, their cut words are found from the postings (a pass over the words costs ~40 ms a
+        run), else every cut word is matched."""
+        bits = np.zeros(len(rows), np.int64)
+        if np.count_nonzero(rows) * FEW_ROWS > len(rows):
+            for r, found in enumerate(self._shard_rows(shard, WORD_FILES, [LineQuery(run) for run in runs])):
+                bits[found] |= 1 << r
+            return bits
+        words, offsets, postings = self._shard(shard, WORD_FILES)
+        at = np.flatnonzero(rows[postings])  # postings of those rows, and the word of each
+        word = np.searchsorted(offsets, at, side="right") - 1
+        firsts = np.cumsum([0] + [len(self._batch(words, (shard, WORD_FILES[0], i)))
+                                  for i in range(words.num_record_batches)])
+        batch = np.searchsorted(firsts, word, side="right") - 1
+        texts = pa.concat_arrays([self._batch(words, (shard, WORD_FILES[0], int(b))).take(
+            pa.array(word[batch == b] - firsts[b])) for b in np.unique(batch)]) if len(word) else pa.array([], pa.string())
+        of_row = np.concatenate([postings[at][batch == b] for b in np.unique(batch)]) if len(word) else at
+        for r, run in enumerate(runs):
+            bits[of_row[pc.match_substring_regex(texts, run).to_numpy(zero_copy_only=False)]] |= 1 << r
+        return bits
 
     def _rows(self, shard: int) -> slice:
         return slice(self.base[shard], self.base[shard] + self.grams[shard].rows)
 
     def _matched(self, work: list[tuple[int, tuple[str, str, str], list[list[LineQuery]]]]) -> list[
-            tuple[int, list[list[np.ndarray]]]]:
-        """Per (shard, files, per query the line queries to match in them): the shard and, per query, the rows
-        of each of its line queries; two threads."""
+            list[list[np.ndarray]]]:
+        """Per (shard, files, per query the line queries to match in them): per query, the rows of each of its
+        line queries; two threads."""
         def rows_of(w):
             flat = [line_query for queries in w[2] for line_query in queries]
             found = iter(self._shard_rows(w[0], w[1], flat)) if flat else iter([])
             return [[next(found) for _ in queries] for queries in w[2]]
 
         with ThreadPoolExecutor(THREADS, thread_name_prefix="line-search") as pool:
-            return list(zip([w[0] for w in work], pool.map(rows_of, work), strict=True))
+            return list(pool.map(rows_of, work))
 
     def _shard_rows(self, shard: int, files: tuple[str, str, str], queries: list[LineQuery]) -> list[np.ndarray]:
         """Per query, the rows of `shard` (positions within it, with repeats) whose candidate part has a line it
@@ -156,9 +237,9 @@ class SearchIndex:
         dense = [False] * len(queries)
         first = 0
         for i in range(lines.num_record_batches):
-            batch = self._batch(lines, (shard, files[0], i))
+            batch, held = self._batch(lines, (shard, files[0], i)), {}
             for q, query in enumerate(queries):
-                found, share = matching_lines(query, batch, dense[q])
+                found, share = matching_lines(query, batch, dense[q], held)
                 matched[q].append(found + first)
                 dense[q] = share > DENSE_SHARE
             first += len(batch)
@@ -200,6 +281,25 @@ class SearchIndex:
                     raise ValueError(f"search index of code part {shard}: lines and postings disagree")
                 self._arrays[shard, files[0]] = (lines, offsets, postings)
             return self._arrays[shard, files[0]]
+
+
+def _on_pieces(query: LineQuery) -> list[LineQuery]:
+    """What a query matches on a trigram part's skeleton lines (a literal's query itself, else its `pieces`
+    pattern, with the text it requires)."""
+    if not query.pieces:
+        return []
+    return [query] if query.text else [LineQuery(query.pieces, query.literal)]
+
+
+def _masks(bits: np.ndarray) -> list[int]:
+    """The sets of runs (bits) the cut words of rows hold, but none: each a pass over a part's skeleton lines, so
+    past `MASKS` of them, one that holds them all."""
+    masks = [int(m) for m in np.unique(bits) if m]
+    return masks if len(masks) <= MASKS else [int(np.bitwise_or.reduce(np.array(masks)))]
+
+
+def _bits(mask: int) -> frozenset[int]:
+    return frozenset(r for r in range(mask.bit_length()) if mask >> r & 1)
 
 
 def _words(query: LineQuery, undecided: np.ndarray) -> list[LineQuery]:

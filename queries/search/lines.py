@@ -19,6 +19,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from queries.search.holes import Possible
+from queries.store import SKELETON_MARKERS
+
 BLOCK_LINES = 64
 SUB_BLOCK_LINES = 8
 DENSE_SHARE = 0.5  # above this share of blocks holding the literal, the next batches skip the RE2 pass
@@ -30,8 +33,9 @@ class LineQuery:
     literal: str = ""  # case-sensitive text that every line `regex` matches holds ("": none known)
     exact: bool = False  # `regex` matches exactly the lines holding `literal`
     any_case: str = ""  # text that every line `regex` matches holds, in any case (where `literal` is "")
-    plain: bool = False  # `regex` is a literal, nothing else: it matches a part of a line as it does the line
     text: str = ""  # the literal `regex` is, where the query is a literal search (in any case where `any_case`)
+    pieces: str = ""  # RE2: a trigram part's skeleton line it matches is of a row the query matches ("": none)
+    possible: Possible | None = None  # what a trigram part's row's skeleton lines must match for it to match
 
 
 def literal_regex(literal: str) -> str:
@@ -43,9 +47,11 @@ def literal_regex(literal: str) -> str:
 
 def literal_query(literal: str, ignore_case: bool) -> LineQuery:
     """The lines holding `literal` (which has no newline)."""
+    regex = ("(?i)" if ignore_case else "") + literal_regex(literal)
+    on_pieces = "" if any(chr(b) in literal for b in SKELETON_MARKERS) else regex  # a marker stands for a cut word
     if ignore_case:
-        return LineQuery("(?i)" + literal_regex(literal), any_case=literal, plain=True, text=literal)
-    return LineQuery(literal_regex(literal), literal, exact=True, plain=True, text=literal)
+        return LineQuery(regex, any_case=literal, text=literal, pieces=on_pieces)
+    return LineQuery(regex, literal, exact=True, text=literal, pieces=on_pieces)
 
 
 def accepted(regex: str, texts: pa.Array) -> np.ndarray:
@@ -60,11 +66,16 @@ def matching_texts(query: LineQuery, texts: pa.Array) -> np.ndarray:
     return accepted(query.regex, texts)
 
 
-def matching_lines(query: LineQuery, lines: pa.StringArray, dense: bool) -> tuple[np.ndarray, float]:
-    """(positions of the lines `query` matches, ascending; the share of blocks holding its literal, 0 if none)."""
+def matching_lines(query: LineQuery, lines: pa.StringArray, dense: bool,
+                   held: dict[str, tuple[np.ndarray, float]] | None = None) -> tuple[np.ndarray, float]:
+    """(positions of the lines `query` matches, ascending; the share of blocks holding its literal, 0 if none).
+    `held`: the lines holding each literal found so far in `lines`, for other queries with the same literal."""
     if not query.literal:
         return _by_blocks(query.regex, lines), 0.0
-    holding, share = _holding(query.literal, lines, dense)
+    held = {} if held is None else held
+    if query.literal not in held:
+        held[query.literal] = _holding(query.literal, lines, dense)
+    holding, share = held[query.literal]
     if query.exact or len(holding) == 0:
         return holding, share
     return holding[accepted(query.regex, lines.take(pa.array(holding)))], share

@@ -29,6 +29,7 @@ _KEPT_FLAGS = sre.SRE_FLAG_UNICODE | sre.SRE_FLAG_IGNORECASE | sre.SRE_FLAG_DOTA
 _CATEGORIES = {sre.CATEGORY_DIGIT: r"\d", sre.CATEGORY_NOT_DIGIT: r"\D", sre.CATEGORY_SPACE: r"\s",
                sre.CATEGORY_NOT_SPACE: r"\S", sre.CATEGORY_WORD: r"\w", sre.CATEGORY_NOT_WORD: r"\W"}
 _NO_NEWLINE = {r"\D": r"[^\d\n]", r"\s": r"[^\S\n]", r"\W": r"[^\w\n]"}  # the categories that hold a newline
+_HOLDS_CONTROL = (r"\D", r"\S", r"\W")  # and those that hold control characters
 _BOUNDARIES = {sre.AT_BOUNDARY: r"\b", sre.AT_NON_BOUNDARY: r"\B"}
 _SINGLE = (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN)
 NEWLINE = ord("\n")
@@ -89,62 +90,83 @@ def _start_in(items: list, i: int) -> str:
     return before + r"[^\n]*$"
 
 
-def _emit(item) -> str:
-    """One parsed part in RE2 syntax, without the newline."""
+def _emit(item, ex: tuple[int, ...] = ()) -> str:
+    """One parsed part in RE2 syntax, without the newline (nor the characters `ex`)."""
     op, value = item
     if op is sre.LITERAL:
-        return _char(value) if value != NEWLINE else NOTHING
+        return _char(value) if value != NEWLINE and value not in ex else NOTHING
     if op is sre.NOT_LITERAL:
-        return f"[^{_char(value)}\\n]"
+        return f"[^{_char(value)}\\n{_chars(ex)}]"
     if op is sre.ANY:
-        return r"[^\n]"
+        return f"[^\\n{_chars(ex)}]"
     if op is sre.IN:
-        return _class(value)
+        return _class(value, ex)
     if op is sre.AT and value in _BOUNDARIES:
         return _BOUNDARIES[value]
     if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
         low, high, inner = value
-        count = f"{{{low},}}" if high is sre.MAXREPEAT else f"{{{low},{high}}}"
-        return "(?:" + "".join(_emit(i) for i in inner) + ")" + count
+        return "(?:" + "".join(_emit(i, ex) for i in inner) + ")" + repeat_count(low, high)
     if op is sre.SUBPATTERN:
         _group, add_flags, del_flags, inner = value
         if (add_flags | del_flags) & ~_KEPT_FLAGS:
             raise _Unsupported
         case = "i" if add_flags & sre.SRE_FLAG_IGNORECASE else "-i" if del_flags & sre.SRE_FLAG_IGNORECASE else ""
-        return f"(?{case}:" + "".join(_emit(i) for i in inner) + ")"
+        return f"(?{case}:" + "".join(_emit(i, ex) for i in inner) + ")"
     if op is sre.BRANCH:
-        return "(?:" + "|".join("".join(_emit(i) for i in b) for b in value[1]) + ")"
+        return "(?:" + "|".join("".join(_emit(i, ex) for i in b) for b in value[1]) + ")"
     raise _Unsupported  # anchors, back references, look-arounds: not in a sound pattern RE2 runs
 
 
-def _class(items: list) -> str:
-    """A character class; without the newline, as an alternation of classes (a negated class adds `\\n` to what
-    it excludes; a category that holds the newline becomes its own newline-free class)."""
+def emit(item, ex: tuple[int, ...] = ()) -> str | None:
+    """`_emit`, or None where the part is not understood."""
+    try:
+        return _emit(item, ex)
+    except (_Unsupported, RecursionError, ValueError):
+        return None
+
+
+def repeat_count(low: int, high: int) -> str:
+    return f"{{{low},}}" if high is sre.MAXREPEAT else f"{{{low},{high}}}"
+
+
+def _class(items: list, ex: tuple[int, ...] = ()) -> str:
+    """A character class; without the newline (nor `ex`), as an alternation of classes (a negated class adds
+    `\\n` and `ex` to what it excludes; a category that holds the newline, or one of `ex`, becomes its own
+    class without them)."""
     negated = bool(items) and items[0][0] is sre.NEGATE
+    out = (NEWLINE, *ex)
     parts, alone = [], []
     for op, value in items[negated:]:
         if op is sre.LITERAL:
-            if value != NEWLINE or negated:
+            if value not in out or negated:
                 parts.append(_char(value))
         elif op is sre.RANGE:
             low, high = value
-            if negated or not low <= NEWLINE <= high:
+            if negated:
                 parts.append(f"{_char(low)}-{_char(high)}")
-            else:
-                parts += [f"{_char(low)}-{_char(NEWLINE - 1)}"] * (low < NEWLINE)
-                parts += [f"{_char(NEWLINE + 1)}-{_char(high)}"] * (high > NEWLINE)
+                continue
+            for cut in sorted(c for c in out if low <= c <= high):
+                if low < cut:
+                    parts.append(f"{_char(low)}-{_char(cut - 1)}")
+                low = cut + 1
+            if low <= high:
+                parts.append(f"{_char(low)}-{_char(high)}")
         elif op is sre.CATEGORY and value in _CATEGORIES:
             name = _CATEGORIES[value]
-            if negated or name not in _NO_NEWLINE:
+            if negated or name not in _NO_NEWLINE and not (ex and name in _HOLDS_CONTROL):
                 parts.append(name)
             else:
-                alone.append(_NO_NEWLINE[name])
+                alone.append(_NO_NEWLINE.get(name, f"[^{name.swapcase()}\\n]")[:-1] + _chars(ex) + "]")
         else:
             raise _Unsupported
     if negated:
-        return "[^" + "".join(parts) + r"\n]"
+        return "[^" + "".join(parts) + "\\n" + _chars(ex) + "]"
     classes = (["[" + "".join(parts) + "]"] if parts else []) + alone
     return "(?:" + "|".join(classes or [NOTHING]) + ")"
+
+
+def _chars(codes: tuple[int, ...]) -> str:
+    return "".join(_char(c) for c in codes)
 
 
 def _char(code: int) -> str:
