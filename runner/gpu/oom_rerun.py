@@ -44,15 +44,13 @@ def slot_options(spec: RunSpec, slot: Slot) -> EvalOptions:
 def warm_gpu_slots(slots: list[Slot]) -> int:
     """Start the spares of each GPU slot's configuration now, before its first job (`runner serve` at start: the
     first re-run then finds processes with torch imported and the CUDA context made, and the fork server
-    started). CPU slots are left to their first job. Returns how many configurations were warmed."""
+    started). CPU slots are left to their first job. Slots sharing a GPU share one configuration. Returns how many
+    configurations were warmed."""
     from runner.sandbox.spares import POOL
     from runner.spec import RunSpec
 
-    warmed = 0
-    for slot in slots:
-        if slot.device == "cuda":
-            warmed += POOL.warm(slot_options(RunSpec.build("cuda"), slot))
-    return warmed
+    configs = {POOL.key(o): o for o in (slot_options(RunSpec.build("cuda"), s) for s in slots if s.device == "cuda")}
+    return sum(POOL.warm(options) for options in configs.values())
 
 
 def evaluate_on_slot(program: str, spec: RunSpec, slot: Slot, *, result_id: str, row_id: str | None,
@@ -80,13 +78,14 @@ def evaluate_on_slot(program: str, spec: RunSpec, slot: Slot, *, result_id: str,
             if held:
                 jobs.release(mode)
 
+    def cancelled() -> bool:
+        return cancel is not None and cancel.is_set()
+
     result = attempt(SHARED)
-    cancelled = cancel is not None and cancel.is_set()
-    if jobs is not None and result.error_type == ErrorType.OUT_OF_MEMORY and not cancelled:
+    if jobs is not None and result.error_type == ErrorType.OUT_OF_MEMORY and not cancelled():
         result = attempt(EXCLUSIVE)
         result.flags.append(RERUN_ALONE_FLAG)
-    cancelled = cancel is not None and cancel.is_set()
-    if result.status == "failed" and WARM_UP_FAILED_FLAG in result.flags and not cancelled:
+    if result.status == "failed" and WARM_UP_FAILED_FLAG in result.flags and not cancelled():
         result = attempt(SHARED, fresh=True)
         result.flags.append(RERUN_HARNESS_FLAG)
     REFERENCE_TIMINGS.remember(ref_key, result)
