@@ -7,6 +7,7 @@ no_new_privs, the door's descriptors and environment, none of the server's. The 
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 
 import pytest
@@ -116,3 +117,17 @@ def test_the_setting_turns_the_server_off(monkeypatch):
     monkeypatch.setenv("TLX_RUNNER_FORKSERVER", "0")
     placement = load_settings().job_placement()
     assert placement["forkserver"] is False and zygote_client.wanted(True, placement["forkserver"])
+
+
+def test_an_isolation_that_ended_before_its_door_is_told_at_once():
+    """A job's isolation that exits while it is built (the jail refused a mount) leaves no door to find: the
+    keeper says so at once, and the job starts its judge as a program, where it waited 20 s for the door."""
+    outer = subprocess.Popen(["true"])
+    while open(f"/proc/{outer.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+        time.sleep(0.01)
+    for _ in range(2):  # exited and not yet reaped, then reaped
+        started = time.monotonic()
+        with pytest.raises(OSError, match="ended before its door started"):
+            find_door(outer.pid, 2)
+        assert time.monotonic() - started < 1
+        outer.wait()

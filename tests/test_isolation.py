@@ -382,6 +382,32 @@ def test_the_job_cannot_undo_its_isolation(mode, tmp_path):
     assert {"null", "zero", "urandom", "shm"} <= devices and not devices & {"kmsg", "mem", "vda", "sda", "kvm"}
 
 
+@pytest.mark.skipif("unshare" not in MODES, reason="the jail runs in mode unshare, which this host lacks")
+def test_a_host_mount_gone_while_the_jail_builds_its_view_is_skipped(tmp_path):
+    """The runner removes a finished job's folder (its size cap's tmpfs) while another job's jail makes the host's
+    mounts read-only: the kernel detaches that mount from the jail's copy between the listing and the remount
+    (CI saw `mount None on .../tlx-run-...: Invalid argument`, the job's isolation gone, its judge started 20 s
+    late). The gone point is skipped; the others are made read-only all the same."""
+    gone, kept = tmp_path / "gone", tmp_path / "kept"
+    script = textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {str(REPO)!r})
+        from runner.sandbox import jail
+        gone, kept = {str(gone)!r}, {str(kept)!r}
+        jail._mount(None, "/", None, jail.MS_REC | jail.MS_PRIVATE)
+        for point in (gone, kept):
+            os.mkdir(point)
+            jail._mount("tmpfs", point, "tmpfs", 0, "size=1m")
+        points = [p for p in jail._mount_points() if p in (gone, kept)]
+        jail._libc.umount2(gone.encode(), jail.MNT_DETACH)
+        jail._remount_read_only(points)
+        print(sorted(points) == [gone, kept], bool(os.statvfs(kept).f_flag & os.ST_RDONLY))
+    """)
+    done = subprocess.run(["unshare", "--mount", sys.executable, "-I", "-S", "-c", script], capture_output=True,
+                          text=True, timeout=60)
+    assert (done.returncode, done.stdout.strip()) == (0, "True True"), done.stderr
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", ["bwrap", "unshare"])
 def test_cuda_works_inside_the_isolation_and_the_routes_stay_shut(monkeypatch, mode):

@@ -50,6 +50,8 @@ def find_door(outer_pid: int, depth: int) -> int:
     runs the door's code (its view is then complete)."""
     end = time.monotonic() + FIND_DOOR_S
     while time.monotonic() < end:
+        if _ended(outer_pid):
+            raise OSError(f"the job's isolation (pid {outer_pid}) ended before its door started")
         pid = outer_pid
         try:
             for _ in range(depth):
@@ -62,6 +64,15 @@ def find_door(outer_pid: int, depth: int) -> int:
             pass
         time.sleep(0.005)
     raise OSError(f"the job's door did not start under pid {outer_pid} within {FIND_DOOR_S:g} s")
+
+
+def _ended(pid: int) -> bool:
+    """Whether `pid` has exited (a zombie, or reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return True
 
 
 def grab_fds(door: int, numbers: list[int], keep: list[int]) -> list[int]:

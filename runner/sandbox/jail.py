@@ -89,6 +89,19 @@ def _pivot_root(new_root: str) -> None:
     os.chdir("/")
 
 
+def _remount_read_only(points: list[str]) -> None:
+    """Each of the host's mount `points` read-only (a recursive bind carries the mounts under it: read-only too).
+    A point gone since it was listed is skipped: the runner removes a finished job's folder (its size cap's tmpfs
+    with it) while this view is built, and the kernel then detaches this namespace's copy of that mount; a point
+    still mounted that refuses is an error."""
+    for point in points:
+        try:
+            _remount(point, True)
+        except OSError:
+            if point in _mount_points():
+                raise
+
+
 def build_view(mounts: list[dict]) -> None:
     """An empty tmpfs root with MOUNTS' steps applied in it, pivoted to; the host's tree is gone from the view."""
     cwd = os.getcwd()
@@ -98,10 +111,7 @@ def build_view(mounts: list[dict]) -> None:
         for src in [*m.get("devices", ()), m.get("src") if m["kind"] != "symlink" else None]:
             if src and src not in sources and os.path.exists(src):
                 sources[src] = os.open(src, os.O_PATH | os.O_CLOEXEC)
-    for point in _mount_points():
-        if point == "/proc" or point.startswith("/proc/"):
-            continue
-        _remount(point, True)  # a recursive bind carries the mounts under it: read-only too
+    _remount_read_only([p for p in _mount_points() if p != "/proc" and not p.startswith("/proc/")])
     for path in PROC_COVERED:
         if os.path.exists(path):
             _mount(path, path, None, MS_BIND | MS_REC)
