@@ -59,7 +59,7 @@ def test_each_shard_is_said_to_have_lines_or_trigrams(mixed_store):
     assert meta["parts"] == {"lines": [0, 4], "grams": [1, 2, 3]}
     assert json.loads((mixed_store / "meta.json").read_text())["search_index"]["parts"] == meta["parts"]
     assert [c["part"] for c in meta["choices"] if c.get("pieces") and c.get("words")] == [1, 2, 3]
-    assert meta["choices"][2]["pieces_ranges"] > 2 and meta["choices"][2]["words_ranges"] > 1  # 512 KB each
+    assert meta["choices"][2]["pieces_ranges"] > 2 and meta["choices"][2]["words_ranges"] >= 1  # 512 KB each
     assert meta["choices"][1]["pieces_ranges"] == 1 and not any("over_budget" in k for c in meta["choices"] for k in c)
     assert meta["choices"][2]["segment_line_bytes"] * search_build.LINE_MERGE_FACTOR > 1 << 20  # not merged
     assert "distinct_line_bytes" not in meta["choices"][2]
@@ -79,7 +79,8 @@ def test_literals_equal_a_full_scan_with_trigram_shards(mixed_store):
     for pattern in patterns:
         _check(mixed_store, ids, texts, pattern)
         _check(mixed_store, ids, texts, pattern.swapcase(), ignore_case=True)
-    methods = {api.search_code(mixed_store, settings_now(), p, limit=1).method for p in ["tl.load", "no such text anywhere", "\n"]}
+    probes = [*patterns, "tl.load", "no such text anywhere", "\n"]
+    methods = {api.search_code(mixed_store, settings_now(), p, limit=1).method for p in probes}
     assert methods == {"index + verify", "index", "scan"}  # the trigram shards' rows are read and matched
 
 
@@ -232,7 +233,7 @@ def test_cut_words_leave_fewer_rows_to_read(mixed_store):
         without = index.rows_with_lines(queries)
     finally:
         index.word_shards = shards
-    assert shards == [1, 3]
+    assert shards == [1, 2, 3]
     read = [int(may.sum()) for _, may in with_words]
     read_before = [int(may.sum()) for _, may in without]
     assert all(a <= b for a, b in zip(read, read_before, strict=True))
