@@ -59,7 +59,7 @@ def test_each_shard_is_said_to_have_lines_or_trigrams(mixed_store):
     assert meta["parts"] == {"lines": [0, 4], "grams": [1, 2, 3]}
     assert json.loads((mixed_store / "meta.json").read_text())["search_index"]["parts"] == meta["parts"]
     assert [c["part"] for c in meta["choices"] if c.get("pieces") and c.get("words")] == [1, 2, 3]
-    assert meta["choices"][2]["pieces_ranges"] > 2 and meta["choices"][2]["words_ranges"] >= 1  # 512 KB each
+    assert meta["choices"][2]["pieces_ranges"] > 2 and meta["choices"][2]["words_ranges"] >= 1  # 256 KB each
     assert meta["choices"][1]["pieces_ranges"] == 1 and not any("over_budget" in k for c in meta["choices"] for k in c)
     assert meta["choices"][2]["segment_line_bytes"] * search_build.LINE_MERGE_FACTOR > 1 << 20  # not merged
     assert "distinct_line_bytes" not in meta["choices"][2]

@@ -76,7 +76,7 @@ from queries.store import (
 
 LINES_PER_BATCH = 1 << 16  # distinct lines per compressed batch of a lines file
 LINE_MERGE_FACTOR = 4  # a line merge's peak memory per byte of its segments' lines (mapped, encoded, postings)
-PIECES_MERGE_FACTOR = 2  # a skeleton lines' merge's peak memory per byte spilled (lines and their 8-byte pairs)
+PIECES_MERGE_FACTOR = 4  # a skeleton lines merge range: at most the budget over this spilled (held ~2x while merged)
 LINE_SHARE = 0.4  # a shard whose distinct lines are a larger share of its candidate bytes gets trigrams,
 SMALL_LINES = 8 << 20  # unless they are fewer bytes than this (searched in milliseconds whatever their share)
 DOCS_FILE = "docs.arrow"
