@@ -47,7 +47,7 @@ LOCK_DIR_ENV = "TLX_RUNNER_LOCK_DIR"  # the GPU gates' lock files, shared by the
 CUDA_IPC_ENV = "TLX_RUNNER_CUDA_IPC"  # read by the judge (runner.child.evaluate): 0 sends outputs as host bytes
 CHILD_ENV = (CANDIDATE_UID_ENV, CUDA_IPC_ENV)  # passed into the sandbox's scrubbed environment
 
-DEFAULT_INDEX_BUILD_MB = 1024  # TLX_INDEX_BUILD_MB: memory one code part's search index build may use
+DEFAULT_INDEX_BUILD_MB = 1152  # TLX_INDEX_BUILD_MB: memory one code part's search index build may use (BENCHMARKS.md, issue 48 fourth pass)
 
 _TRUE = {"1", "true", "yes", "on"}
 _OFF = ("0", "false", "no", "off")

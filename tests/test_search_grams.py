@@ -17,7 +17,7 @@ import pytest
 from queries import api
 from queries.ingest import index_grams, search_build
 from queries.search.grams import GramPart, text_grams
-from queries.store import CODE_SCHEMA, SEARCH_DIR, code_path, search_path
+from queries.store import CODE_SCHEMA, PIECE_FILES, SEARCH_DIR, WORD_FILES, code_path, search_path
 from tests.queries_helpers import settings_now
 from tests.test_search_index import REALWORLD, _check, _expected, _patterns, _programs
 
@@ -27,8 +27,8 @@ pytestmark = pytest.mark.usefixtures("empty_runs")
 @pytest.fixture(scope="module")
 def mixed_store(tmp_path_factory) -> Path:
     """The real programs in five code shards: 0 and 4 keep their lines; 1 and 3 are told their lines do not
-    repeat enough (trigrams and pieces); 2 gets a 1 MB budget, under what its segments' lines and its pieces
-    would hold (trigrams alone). One worker, so that the choice can be steered in this process."""
+    repeat enough (trigrams and pieces); 2 gets a 1 MB budget, under what its segments' lines would hold
+    (trigrams, its pieces merged in several ranges). One worker, so that the choice can be steered in this process."""
     if not (REALWORLD / "train.parquet").is_file():
         pytest.skip(f"{REALWORLD} not present")
     from queries.ingest import ingest, search_build
@@ -58,13 +58,15 @@ def test_each_shard_is_said_to_have_lines_or_trigrams(mixed_store):
     meta = json.loads((mixed_store / SEARCH_DIR / "index.json").read_text())
     assert meta["parts"] == {"lines": [0, 4], "grams": [1, 2, 3]}
     assert json.loads((mixed_store / "meta.json").read_text())["search_index"]["parts"] == meta["parts"]
-    assert [c["part"] for c in meta["choices"] if c.get("pieces")] == [1, 3]
+    assert [c["part"] for c in meta["choices"] if c.get("pieces") and c.get("words")] == [1, 2, 3]
+    assert meta["choices"][2]["pieces_ranges"] > 2 and meta["choices"][2]["words_ranges"] >= 1  # 256 KB each
+    assert meta["choices"][1]["pieces_ranges"] == 1 and not any("over_budget" in k for c in meta["choices"] for k in c)
     assert meta["choices"][2]["segment_line_bytes"] * search_build.LINE_MERGE_FACTOR > 1 << 20  # not merged
     assert "distinct_line_bytes" not in meta["choices"][2]
     for shard in (1, 2, 3):  # a shard has the files of its structure alone
         assert search_path(mixed_store, f"part-{shard:05d}.gram_rows.npy").is_file()
         assert not search_path(mixed_store, f"part-{shard:05d}.lines.arrow").exists()
-        assert search_path(mixed_store, f"part-{shard:05d}.pieces.arrow").is_file() == (shard != 2)
+        assert search_path(mixed_store, f"part-{shard:05d}.pieces.arrow").is_file()
     for shard in (0, 4):
         assert search_path(mixed_store, f"part-{shard:05d}.lines.arrow").is_file()
         assert not search_path(mixed_store, f"part-{shard:05d}.gram_rows.npy").exists()
@@ -77,21 +79,22 @@ def test_literals_equal_a_full_scan_with_trigram_shards(mixed_store):
     for pattern in patterns:
         _check(mixed_store, ids, texts, pattern)
         _check(mixed_store, ids, texts, pattern.swapcase(), ignore_case=True)
-    methods = {api.search_code(mixed_store, settings_now(), p, limit=1).method for p in ["tl.load", "no such text anywhere", "\n"]}
+    probes = [*patterns, "tl.load", "no such text anywhere", "\n"]
+    methods = {api.search_code(mixed_store, settings_now(), p, limit=1).method for p in probes}
     assert methods == {"index + verify", "index", "scan"}  # the trigram shards' rows are read and matched
 
 
 def test_pieces_decide_the_rows_of_their_shards(mixed_store):
-    """A literal found in a shard's pieces is a hit without reading the row: of shards 1 and 3 (pieces), few of
-    the rows holding `tl.load` are read; of shard 2 (trigrams alone), every one."""
+    """A literal found in a shard's pieces is a hit without reading the row: of shards 1, 2 and 3 (pieces, 2's
+    merged in ranges), few of the rows holding `tl.load` are read."""
     ids, texts, _ = _programs(mixed_store)
     holding = set(_expected(ids, texts, "tl.load", False, False))
     docs = pa.ipc.open_file(search_path(mixed_store, "docs.arrow")).read_all()
     held = {s: sum(1 for i, d in zip(docs["id"].to_pylist(), docs["shard"].to_pylist(), strict=True)
                    if d == s and i in holding) for s in (1, 2, 3)}
     result = api.search_code(mixed_store, settings_now(), "tl.load", limit=1)
-    assert held[1] + held[3] > 300 and result.total == len(holding)
-    assert held[2] <= result.rows_scanned < held[2] + (held[1] + held[3]) // 10
+    assert min(held.values()) > 100 and result.total == len(holding)
+    assert result.rows_scanned < sum(held.values()) // 10
 
 
 def test_regexes_equal_a_full_scan_with_trigram_shards(mixed_store):
@@ -133,17 +136,49 @@ def test_a_small_budget_spills_more_chunks_for_the_same_index(tmp_path, monkeypa
     for budget in (1 << 30, 1 << 20):
         folder = tmp_path / str(budget)
         _code_part(folder, texts, 100)
-        grams, pieces, raw = index_grams.index_part_grams(folder, 0, budget, 1 << 30)
-        assert grams > 100 and len(pieces) == 2 * chunks[-1]  # lines and words files per chunk, for the caller
+        grams, pieces, raw = index_grams.index_part_grams(folder, 0, budget)
+        assert grams > 100 and [len(pieces[k]) for k in ("pieces", "words")] == [chunks[-1]] * 2  # for the caller
         assert raw == []
-        for path in pieces:
-            path.unlink()
+        for spilled in pieces["pieces"] + pieces["words"]:
+            spilled.path.unlink()
         assert not list((folder / index_grams.SPILL_DIR).iterdir())  # the keys' spill file went once merged
         found[budget] = (chunks[-1], _postings(folder, len(texts), texts, probes))
     assert found[1 << 30][0] == 2 and found[1 << 20][0] > 10  # 2,048 rows a chunk, or what the budget holds
     assert found[1 << 30][1] == found[1 << 20][1]
     for probe, rows in found[1 << 20][1].items():  # a superset of the rows holding the text
         assert {i for i, t in enumerate(texts) if probe in t} <= set(rows), probe
+
+
+def test_pieces_merged_a_range_at_a_time_are_those_merged_at_once(tmp_path):
+    """A part's skeleton lines and cut words, spilled by chunk and merged a range of buckets at a time, are the
+    same lines with the same rows (ascending) as merged at once; a bucket over the range's bytes is merged whole
+    and said in the choice."""
+    rng = random.Random(48)
+    words = ["tl.load", "x_ptr", "mask", "BLOCK", "ümlaut", "🚀", "=", " ", "(", ".", "\n", "\n", "é"]
+    texts = ["".join(rng.choice(words) + (f"_{rng.randrange(3000)}" if rng.random() < 0.3 else "")
+                     for _ in range(rng.randrange(0, 200))) for _ in range(2000)]
+    _code_part(tmp_path, texts, 100)
+    _, pieces, _ = index_grams.index_part_grams(tmp_path, 0, 1 << 20)
+    assert len(pieces["pieces"]) > 2
+    found = {}
+    for range_bytes in (1 << 40, 1 << 16, 1):
+        for kind, names in (("pieces", PIECE_FILES), ("words", WORD_FILES)):
+            said = search_build._merge_pieces(tmp_path, 0, names, kind, pieces[kind], np.uint16, range_bytes)
+            found[range_bytes, kind] = said, _line_rows(tmp_path, names)
+    for kind in ("pieces", "words"):
+        at_once, ranged, bucketed = (found[r, kind] for r in (1 << 40, 1 << 16, 1))
+        assert at_once[0] == {kind: len(at_once[1]), f"{kind}_ranges": 1} and len(at_once[1]) > 100
+        assert ranged[0][f"{kind}_ranges"] > 3 and f"{kind}_over_budget_bytes" not in ranged[0]
+        assert bucketed[0][f"{kind}_over_budget_bytes"] > 1
+        assert at_once[1] == ranged[1] == bucketed[1]
+
+
+def _line_rows(folder: Path, names: tuple[str, str, str]) -> dict[str, list[int]]:
+    lines = pa.ipc.open_file(search_path(folder, f"part-00000.{names[0]}")).read_all()["text"].to_pylist()
+    offsets, postings = (np.load(search_path(folder, f"part-00000.{name}")) for name in names[1:])
+    rows = {line: postings[offsets[i] : offsets[i + 1]].tolist() for i, line in enumerate(lines)}
+    assert len(rows) == len(lines) and all(r == sorted(set(r)) for r in rows.values())
+    return rows
 
 
 def test_trigrams_of_a_text_any_case():
@@ -198,7 +233,7 @@ def test_cut_words_leave_fewer_rows_to_read(mixed_store):
         without = index.rows_with_lines(queries)
     finally:
         index.word_shards = shards
-    assert shards == [1, 3]
+    assert shards == [1, 2, 3]
     read = [int(may.sum()) for _, may in with_words]
     read_before = [int(may.sum()) for _, may in without]
     assert all(a <= b for a, b in zip(read, read_before, strict=True))

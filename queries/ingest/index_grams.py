@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from queries.ingest.index_lines import NEWLINE, text_data
 from queries.ingest.index_pieces import chunk_pieces
 from queries.ingest.index_segments import distinct_sorted
+from queries.ingest.piece_spill import Spilled, spill_pieces
 from queries.search.grams import (
     BITMAPS_FILE,
     DENSE_FILE,
@@ -50,17 +51,16 @@ BYTES_PER_TEXT_BYTE = 64  # a chunk's peak memory per byte of its texts (codes, 
 BYTES_PER_KEY = 64  # the merge's peak memory per key of a range (rows, trigrams, the sort's indices, bitmaps)
 
 
-def index_part_grams(folder: Path, shard: int, budget_bytes: int,
-                     piece_bytes: int) -> tuple[int, list[Path], list[int]]:
+def index_part_grams(folder: Path, shard: int, budget_bytes: int) -> tuple[int, dict[str, list[Spilled]], list[int]]:
     """Write code part `shard`'s trigram index under `folder/search/`; returns its distinct trigrams, the spill
-    files of its chunks' skeleton lines and cut words (`index_pieces.py`, as `spill_pieces` writes them, a
-    chunk's lines then its words; none once they pass `piece_bytes`), which the caller merges and removes, and
-    the rows without skeleton lines (their text holds a marker byte)."""
+    files of its chunks' skeleton lines and cut words (`index_pieces.py`; `piece_spill.py`), by kind ("pieces",
+    "words"), which the caller merges and removes, and the rows without skeleton lines (their text holds a
+    marker byte)."""
     spill = Path(folder) / SPILL_DIR / f"part-{shard:05d}.keys"
     spill.parent.mkdir(exist_ok=True)
     try:
         chunks, per_prefix, rows, pieces, raw = _spill_keys(folder, shard, spill,
-                                                            max(budget_bytes // BYTES_PER_TEXT_BYTE, 1), piece_bytes)
+                                                            max(budget_bytes // BYTES_PER_TEXT_BYTE, 1))
         grams = _merge(folder, shard, spill, chunks, per_prefix, rows, max(budget_bytes // BYTES_PER_KEY, 1))
         return grams, pieces, raw
     finally:
@@ -102,51 +102,34 @@ def _keys(data: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return distinct_sorted(keys[keep])
 
 
-def _spill_keys(folder: Path, shard: int, spill: Path, chunk_bytes: int,
-                piece_bytes: int) -> tuple[list[tuple[int, np.ndarray, int]], np.ndarray, int, list[Path], list[int]]:
+def _spill_keys(folder: Path, shard: int, spill: Path,
+                chunk_bytes: int) -> tuple[list[tuple[int, np.ndarray, int]], np.ndarray, int, dict[str, list[Spilled]],
+                                           list[int]]:
     """Each chunk's sorted keys, one after another in `spill`, and its skeleton lines and words in files of
     their own; returns (first key, where each trigram prefix's keys start from it, first row) per chunk, the keys
-    per trigram prefix, the part's rows, the lines' and words' files and the rows without skeleton lines."""
+    per trigram prefix, the part's rows, the lines' and words' spills and the rows without skeleton lines."""
     chunks, first_key, first_row = [], 0, 0
     per_prefix = np.zeros(1 << PREFIX_BITS, np.int64)
     code = pq.ParquetFile(code_path(folder, shard))
-    pieces: list[Path] | None = []
+    pieces: dict[str, list[Spilled]] = {"pieces": [], "words": []}
     raw: list[int] = []
-    spilled_pieces = 0
     with open(spill, "wb") as out:
         for texts in _chunks(code, chunk_bytes):
             data, offsets = _bytes_of(texts)
             keys = _keys(data, offsets)
             keys.tofile(out)
-            if pieces is not None:
-                found = chunk_pieces(data, offsets)
-                raw += (found[4] + first_row).tolist()
-                for kind, at in (("pieces", 0), ("words", 2)):
-                    path = spill.with_name(f"{spill.stem}-{len(chunks):05d}.{kind}")
-                    spilled_pieces += spill_pieces(path, found[at], found[at + 1], first_row)
-                    pieces.append(path)
-                del found
-                if spilled_pieces > piece_bytes:  # what the merge would hold: the part gets no pieces
-                    for spilled in pieces:
-                        spilled.unlink()
-                    pieces = None
+            found = chunk_pieces(data, offsets)
+            raw += (found[4] + first_row).tolist()
+            for kind, at in (("pieces", 0), ("words", 2)):
+                path = spill.with_name(f"{spill.stem}-{len(chunks):05d}.{kind}")
+                pieces[kind].append(spill_pieces(path, found[at], found[at + 1], first_row))
+            del found
             counts = np.bincount(keys >> np.uint32(32 - PREFIX_BITS), minlength=len(per_prefix))
             per_prefix += counts
             chunks.append((first_key, np.concatenate(([0], np.cumsum(counts))), first_row))
             first_key += len(keys)
             first_row += len(texts)
-    return chunks, per_prefix, first_row, pieces or [], raw if pieces else []
-
-
-def spill_pieces(path: Path, pieces: pa.StringArray, pairs: np.ndarray, first_row: int) -> int:
-    """Write a chunk's distinct pieces and (piece << 32 | row) pairs, rows counted from `first_row`, as a
-    segment file is written (`index_segments.read_pieces` reads it); returns the bytes of pieces and pairs."""
-    offsets = np.frombuffer(pieces.buffers()[1], np.int32)[pieces.offset : pieces.offset + len(pieces) + 1]
-    data = text_data(pieces)[offsets[0] : offsets[-1]]
-    with open(path, "wb") as out:
-        for array in (offsets - offsets[0], data, pairs + np.uint64(first_row)):
-            np.save(out, array)
-    return len(data) + pairs.nbytes
+    return chunks, per_prefix, first_row, pieces, raw
 
 
 def _chunks(code: pq.ParquetFile, chunk_bytes: int):
@@ -172,7 +155,7 @@ def _merge(folder: Path, shard: int, spill: Path, chunks: list[tuple[int, np.nda
     sparse, offsets, posted, dense, bitmaps = [], [np.zeros(1, np.int64)], [], [], []
     posted_so_far = 0
     with open(spill, "rb") as spilled:
-        for low, high in _ranges(per_prefix, range_keys):
+        for low, high in ranges_of(per_prefix, range_keys):
             grams, at = [], []
             for first, prefix_at, first_row in chunks:
                 spilled.seek((first + int(prefix_at[low])) * 4)
@@ -208,9 +191,9 @@ def _merge(folder: Path, shard: int, spill: Path, chunks: list[tuple[int, np.nda
     return sum(len(s) for s in sparse) + sum(len(d) for d in dense)
 
 
-def _ranges(per_prefix: np.ndarray, range_keys: int) -> list[tuple[int, int]]:
-    """Runs of trigram prefixes [low, high) holding at most `range_keys` keys each (or one prefix that holds
-    more: its keys are merged at once)."""
+def ranges_of(per_prefix: np.ndarray, range_keys: int) -> list[tuple[int, int]]:
+    """Runs of trigram prefixes (or piece buckets) [low, high) holding at most `range_keys` keys (or bytes) each
+    (or one prefix that holds more: its keys are merged at once)."""
     ranges, low, held = [], 0, 0
     for prefix in np.flatnonzero(per_prefix).tolist():
         if held and held + per_prefix[prefix] > range_keys:

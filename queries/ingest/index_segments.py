@@ -62,12 +62,6 @@ def segment_sizes(path: Path) -> tuple[int, int, int]:
     return int(head_offsets[-1]), int(offsets[-1]), int(sizes[pairs.view(np.uint32)[1::2]].sum())
 
 
-def read_pieces(path: Path) -> tuple[pa.StringArray, np.ndarray]:
-    """A chunk's distinct pieces and sorted (piece << 32 | row) pairs (`index_grams.spill_pieces`)."""
-    offsets, data, pairs = _mapped_arrays(path, 3)
-    return _strings(offsets, data), pairs
-
-
 def _mapped_arrays(path: Path, count: int) -> list[np.ndarray]:
     """The `count` .npy arrays one after another in `path`, over a read-only mapping of it: the file was just
     written, so its pages are in the page cache (read into fresh memory instead, each page costs a fault and a

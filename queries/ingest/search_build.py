@@ -34,9 +34,11 @@ A trigram shard also gets its skeleton lines (`index_pieces.py`: its lines with 
 a marker byte in each one's place, in the lines' format: `part-NNNNN.pieces.arrow`, `piece_offsets.npy`,
 `piece_postings.npy`; index.json's choice says the rows without any, "raw_rows": their text holds a marker byte)
 and the words cut out, as attributes where they are (`part-NNNNN.words.arrow`, `word_offsets.npy`,
-`word_postings.npy`), unless what its chunks spilled of them is over `index_build_mb` / `PIECES_MERGE_FACTOR`. So a worker's memory is bounded by `index_build_mb`
-(TLX_INDEX_BUILD_MB) whatever the text: the line merge only below it, the trigram build spilling its keys and pieces
-to the build folder.
+`word_postings.npy`), merged from what its chunks spilled a range at a time (`piece_spill.py`: each range of at
+most `index_build_mb` / `PIECES_MERGE_FACTOR` spilled; its choice says the ranges, "pieces_ranges" and
+"words_ranges", and "pieces_over_budget_bytes" where one bucket alone was over that). So a worker's memory is
+bounded by `index_build_mb` (TLX_INDEX_BUILD_MB) whatever the text: the line merge only below it, the trigram
+build spilling its keys and pieces to the build folder and merging each a range at a time.
 """
 
 from __future__ import annotations
@@ -52,10 +54,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from queries.ingest.index_grams import index_part_grams, remove_spills
+from queries.ingest.index_grams import index_part_grams, ranges_of, remove_spills
 from queries.ingest.index_lines import NEWLINE, text_data, text_offsets
-from queries.ingest.index_segments import SEGMENT_DIR, part_segments, read_pieces, read_segment, segment_sizes
+from queries.ingest.index_segments import SEGMENT_DIR, part_segments, read_segment, segment_sizes
 from queries.ingest.malloc import give_back_freed_memory
+from queries.ingest.piece_spill import BUCKETS, NpyAppender, Spilled
 from queries.ingest.processes import process_pool, stop_pool
 from queries.ingest.progress import say
 from queries.store import (
@@ -73,11 +76,12 @@ from queries.store import (
 
 LINES_PER_BATCH = 1 << 16  # distinct lines per compressed batch of a lines file
 LINE_MERGE_FACTOR = 4  # a line merge's peak memory per byte of its segments' lines (mapped, encoded, postings)
-PIECES_MERGE_FACTOR = 2  # a skeleton lines' merge's peak memory per byte spilled (lines and their 8-byte pairs)
+PIECES_MERGE_FACTOR = 4  # a skeleton lines merge range: at most the budget over this spilled (held ~2x while merged)
 LINE_SHARE = 0.4  # a shard whose distinct lines are a larger share of its candidate bytes gets trigrams,
 SMALL_LINES = 8 << 20  # unless they are fewer bytes than this (searched in milliseconds whatever their share)
 DOCS_FILE = "docs.arrow"
 REFS_FILE = "refs.arrow"
+_LZ4 = pa.ipc.IpcWriteOptions(compression="lz4")
 
 
 def build_search_index(folder: Path, workers: int, progress: bool, index_build_mb: int) -> dict:
@@ -151,24 +155,46 @@ def index_shard(folder: Path, shard: int, rows: int, budget: int) -> tuple[list[
             give_back_freed_memory()
             return list(keys), texts, row_ref, {"structure": "lines", **choice}, len(distinct)
         del keys, texts, row_ref, distinct, offsets, postings
-    grams, pieces, raw = index_part_grams(folder, shard, budget, budget // PIECES_MERGE_FACTOR)
+    grams, pieces, raw = index_part_grams(folder, shard, budget)
     try:
-        for kind, names in (("pieces", PIECE_FILES), ("words", WORD_FILES)):  # a chunk's pieces, then its words
-            batches = [read_pieces(path) for path in pieces[kind == "words"::2]]
-            distinct, offsets, postings = _merge([b[0] for b in batches if len(b[0])],
-                                                 [b[1] for b in batches if len(b[0])], row_type)
-            del batches
-            if pieces:
-                _write_lines(folder, shard, names, distinct, offsets, postings)
-            choice[kind] = len(distinct)  # 0: none, or over what the merge may hold
-        if pieces:
-            choice["raw_rows"] = raw  # rows without skeleton lines: their text holds a marker byte
+        for kind, names in (("pieces", PIECE_FILES), ("words", WORD_FILES)):
+            choice.update(_merge_pieces(folder, shard, names, kind, pieces[kind], row_type,
+                                        budget // PIECES_MERGE_FACTOR))
+        choice["raw_rows"] = raw  # rows without skeleton lines: their text holds a marker byte
     finally:
-        for path in pieces:
-            path.unlink(missing_ok=True)
+        for spilled in pieces["pieces"] + pieces["words"]:
+            spilled.path.unlink(missing_ok=True)
     give_back_freed_memory()  # the next part's build starts from what this worker holds
     # the trigrams and skeleton lines hold the whole texts, heads too: every row's head is the empty one
     return [_key("")], [""], np.zeros(rows, np.int32), {"structure": "grams", **choice}, grams
+
+
+def _merge_pieces(folder: Path, shard: int, names: tuple[str, str, str], kind: str, spills: list[Spilled],
+                  row_type: type, range_bytes: int) -> dict:
+    """A trigram part's distinct skeleton lines (or cut words: `kind`) and their postings, merged from its chunks'
+    spills a range of buckets at a time (`piece_spill.py`), each of at most `range_bytes` spilled (a bucket
+    over it is merged whole, and said); returns their counts for the part's choice."""
+    per_bucket = sum((spilled.bucket_bytes for spilled in spills), np.zeros(BUCKETS, np.int64))
+    ranges = ranges_of(per_bucket, range_bytes)
+    distinct = 0
+    with (NpyAppender(search_shard_path(folder, shard, names[1]), np.uint32) as offsets,
+          NpyAppender(search_shard_path(folder, shard, names[2]), row_type) as postings,
+          pa.OSFile(str(search_shard_path(folder, shard, names[0])), "wb") as sink,
+          pa.ipc.new_file(sink, pa.schema([("text", pa.string())]), options=_LZ4) as lines):
+        offsets.append(np.zeros(1, np.uint32))
+        for low, high in ranges:
+            batches = [spilled.read(low, high) for spilled in spills
+                       if spilled.piece_starts[high] > spilled.piece_starts[low]]
+            texts, range_offsets, range_postings = _merge([b[0] for b in batches], [b[1] for b in batches], row_type)
+            del batches
+            lines.write_table(pa.table({"text": _newline_ended(texts)}), max_chunksize=LINES_PER_BATCH)
+            offsets.append(range_offsets[1:] + np.uint32(postings.length))
+            postings.append(range_postings)
+            distinct += len(texts)
+            del texts, range_offsets, range_postings
+    over = int(max((per_bucket[low:high].sum() for low, high in ranges), default=0))
+    return {kind: distinct, f"{kind}_ranges": len(ranges),
+            **({f"{kind}_over_budget_bytes": over} if over > range_bytes else {})}
 
 
 def _read_segments(segments: list[tuple[int, Path]], shard: int,
@@ -284,6 +310,6 @@ def _docs_table(ids, shard, rg, rg_row, ref) -> pa.Table:
 def _write_arrow(path: Path, table: pa.Table, compressed: bool = False) -> None:
     """An Arrow IPC file, which readers map instead of reading: uncompressed, or (`compressed`) LZ4 in batches of
     LINES_PER_BATCH rows, which a reader decompresses one at a time."""
-    options = pa.ipc.IpcWriteOptions(compression="lz4" if compressed else None)
+    options = _LZ4 if compressed else pa.ipc.IpcWriteOptions()
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema, options=options) as writer:
         writer.write_table(table, max_chunksize=LINES_PER_BATCH if compressed else None)
