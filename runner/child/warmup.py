@@ -21,12 +21,14 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from runner.procfs import stat_fields
+
 
 def _process_start() -> float:
     """When this process started (wall clock), from /proc; now where that cannot be read."""
     try:
-        with open("/proc/self/stat") as stat, open("/proc/uptime") as uptime:
-            ticks = int(stat.read().rsplit(")", 1)[1].split()[19])
+        ticks = int(stat_fields("self")[19])
+        with open("/proc/uptime") as uptime:
             return time.time() - float(uptime.read().split()[0]) + ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return time.time()

@@ -21,6 +21,7 @@ import os
 import time
 
 from runner.child.separation import limit_capabilities
+from runner.procfs import stat_fields
 from runner.sandbox.isolation import KEPT_CAPS
 from runner.sandbox.jail import CAP_NAMES, PR_SET_NO_NEW_PRIVS
 
@@ -69,8 +70,7 @@ def find_door(outer_pid: int, depth: int) -> int:
 def _ended(pid: int) -> bool:
     """Whether `pid` has exited (a zombie, or reaped)."""
     try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        return stat_fields(pid)[0] in ("Z", "X")
     except (OSError, IndexError):
         return True
 

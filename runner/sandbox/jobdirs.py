@@ -18,6 +18,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from runner.procfs import stat_fields
 from runner.sandbox import scratch
 
 PARENT_RE = re.compile(r"^tlx-runner-(\d+)-(\d+)$")
@@ -29,8 +30,7 @@ _swept: set[str] = set()  # bases already cleaned by this process
 def start_time(pid: int) -> int | None:
     """The process's start time in clock ticks since boot, None if there is no such process."""
     try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return int(fh.read().rsplit(")", 1)[1].split()[19])
+        return int(stat_fields(pid)[19])
     except (OSError, IndexError, ValueError):
         return None
 

@@ -32,6 +32,7 @@ from runner.child import separation
 from runner.child.system import collect_system
 from runner.gpu.gate import WAITING_FOR_GPU, GpuGate
 from runner.options import EvalOptions
+from runner.procfs import stat_fields
 from runner.protocol import EVENT, EXCLUSIVE, GATE, GO, RELEASE, RESULT, SHARED, STACKS_SIGNAL, STAGE
 from runner.result import RunResult, phase_name
 from runner.sandbox import isolation, scratch, scrub, triton_cache
@@ -197,9 +198,7 @@ def _job_pids(pgid: int, namespace: str | None) -> list[str]:
                 if os.readlink(f"/proc/{pid}/ns/pid") != namespace:
                     continue
             else:
-                with open(f"/proc/{pid}/stat") as fh:
-                    fields = fh.read().rsplit(")", 1)[1].split()
-                if int(fields[2]) != pgid:  # fields after "(comm)": state ppid pgrp ...
+                if int(stat_fields(pid)[2]) != pgid:  # fields after "(comm)": state ppid pgrp ...
                     continue
         except (OSError, IndexError, ValueError):
             continue

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from runner.child.candidate_client import candidate_identity
 from runner.child.separation import drop_capabilities
+from runner.procfs import stat_fields
 
 NOBODY = 65534
 POLL_S = 0.05
@@ -97,8 +98,7 @@ def _uid(pid: int) -> int:
 def _is_descendant(pid: int, ancestor: int) -> bool:
     for _ in range(64):
         try:
-            with open(f"/proc/{pid}/stat") as fh:
-                pid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            pid = int(stat_fields(pid)[1])
         except (OSError, ValueError, IndexError):
             return False
         if pid == ancestor:
